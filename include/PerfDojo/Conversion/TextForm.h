@@ -1,0 +1,48 @@
+//===- TextForm.h - PerfDojo text form import and export ---------*- C++ -*-===//
+//
+// The human-readable text form of docs/TextForm.md, converted exactly to and
+// from the perfdojo dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_CONVERSION_TEXTFORM_H
+#define PERFDOJO_CONVERSION_TEXTFORM_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
+
+namespace mlir {
+namespace perfdojo {
+class KernelOp;
+
+/// Parses the text form in the main buffer of `sourceMgr` into a new module
+/// holding one perfdojo.kernel per `kernel` header, and verifies it. Errors
+/// are emitted as diagnostics located at file:line:column; returns null
+/// after the first one.
+OwningOpRef<ModuleOp> importTextForm(llvm::SourceMgr &sourceMgr,
+                                     MLIRContext *context);
+
+/// Parses text held in memory; `bufferName` names it in diagnostics.
+OwningOpRef<ModuleOp> importTextForm(StringRef text, StringRef bufferName,
+                                     MLIRContext *context);
+
+/// Writes `kernel` in canonical text form. Fails, with a diagnostic, on IR
+/// the text form cannot express (an empty scope, say).
+LogicalResult exportTextForm(KernelOp kernel, raw_ostream &os);
+
+/// Writes every kernel of `op` (a module or a kernel) in canonical text form,
+/// separated by blank lines. Fails if `op` holds no kernel.
+LogicalResult exportTextForm(Operation *op, raw_ostream &os);
+
+/// Registers `--import-pd` and `--export-pd` with mlir-translate's registry.
+void registerTextFormTranslations();
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_CONVERSION_TEXTFORM_H

@@ -1,0 +1,67 @@
+//===- PerfDojo.h - perfdojo dialect ----------------------------*- C++ -*-===//
+//
+// The perfdojo dialect: kernels, buffers, scopes and compute operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_DIALECT_PERFDOJO_PERFDOJO_H
+#define PERFDOJO_DIALECT_PERFDOJO_PERFDOJO_H
+
+#include "PerfDojo/Dialect/PerfDojo/LinearForm.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "PerfDojo/Dialect/PerfDojo/PerfDojoOpsDialect.h.inc"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojoEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "PerfDojo/Dialect/PerfDojo/PerfDojoAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "PerfDojo/Dialect/PerfDojo/PerfDojoOps.h.inc"
+
+namespace mlir {
+namespace perfdojo {
+
+/// Number of inputs `kind` takes.
+unsigned getArity(OpKind kind);
+/// True for primitives defined only on floating-point values (exp, log...).
+bool isFloatOnly(OpKind kind);
+/// True for lt, le, gt, ge, eq, ne.
+bool isComparison(OpKind kind);
+/// The text-form assignment token of a reduction: "=", "+=", "*=", "max=",
+/// "min=".
+StringRef getAssignToken(Reduction reduction);
+/// The text-form suffix letter of a mapping ('\0' for seq).
+char getMappingSuffix(Mapping mapping);
+/// Inverse of getMappingSuffix.
+std::optional<Mapping> getMappingFromSuffix(char suffix);
+/// True if `type` is an element type buffers may hold (f16, bf16, f32, f64,
+/// i8, i16, i32, i64).
+bool isSupportedElementType(Type type);
+
+/// Canonical shortest text of a constant that parses back to the same double:
+/// "0.5", "1e-05", "-inf", "nan".
+std::string formatConstant(double value);
+
+/// Prints an access as `x[{0},{1}*2]` (text form) or `x[{0}, {1} * 2]`
+/// (MLIR assembly, `asmForm`).
+void printAccess(raw_ostream &os, AccessAttr access, bool asmForm);
+/// Prints one compute input: an access, `{d}` or a constant (in the MLIR
+/// assembly, constants always carry a `.` or an exponent).
+void printOperand(raw_ostream &os, Attribute operand, bool asmForm);
+
+/// Maximum scope nesting depth accepted by the verifier and the text form.
+constexpr unsigned kMaxNestDepth = 64;
+/// Maximum size of a scope or a buffer dimension (2^40).
+constexpr int64_t kMaxExtent = int64_t(1) << 40;
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_DIALECT_PERFDOJO_PERFDOJO_H

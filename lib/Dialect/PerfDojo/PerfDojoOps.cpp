@@ -1,0 +1,595 @@
+//===- PerfDojoOps.cpp - perfdojo operations ------------------------------===//
+//
+// Custom assembly and verifiers of kernel, buffer, scope and compute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Dialect/PerfDojo/AsmUtils.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+#define GET_OP_CLASSES
+#include "PerfDojo/Dialect/PerfDojo/PerfDojoOps.cpp.inc"
+
+/// True if `name` is an identifier of the text form: [A-Za-z_][A-Za-z0-9_]*.
+static bool isIdentifier(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+/// Extents of the scopes enclosing `op`, outermost first.
+static SmallVector<int64_t> getEnclosingExtents(Operation *op) {
+  SmallVector<int64_t> extents;
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp()) {
+    auto scope = dyn_cast<ScopeOp>(p);
+    if (!scope)
+      break;
+    extents.push_back(scope.getSize());
+  }
+  std::reverse(extents.begin(), extents.end());
+  return extents;
+}
+
+static unsigned countEnclosingScopes(Operation *op) {
+  unsigned depth = 0;
+  for (Operation *p = op->getParentOp(); p && isa<ScopeOp>(p);
+       p = p->getParentOp())
+    ++depth;
+  return depth;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+BufferOp KernelOp::lookupArray(StringRef array) {
+  for (BufferOp buffer : getBuffers())
+    for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+      if (name == array)
+        return buffer;
+  return nullptr;
+}
+
+LogicalResult KernelOp::verifyRegions() {
+  llvm::StringMap<BufferOp> buffers, arrays;
+  bool seenTree = false, hasOutput = false;
+  for (Operation &op : getBodyBlock()) {
+    if (auto buffer = dyn_cast<BufferOp>(op)) {
+      if (seenTree)
+        return buffer.emitOpError("declaration of '")
+               << buffer.getSymName()
+               << "' must precede the scope tree of the kernel";
+      auto [it, inserted] = buffers.try_emplace(buffer.getSymName(), buffer);
+      if (!inserted)
+        return buffer.emitOpError("buffer '")
+                   .append(buffer.getSymName(), "' is declared twice")
+                   .attachNote(it->second.getLoc())
+               << "first declared here";
+      for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>()) {
+        auto [ait, ainserted] = arrays.try_emplace(name, buffer);
+        if (!ainserted)
+          return buffer.emitOpError("array '")
+                     .append(name, "' is already held by buffer '",
+                             ait->second.getSymName(), "'")
+                     .attachNote(ait->second.getLoc())
+                 << "first declared here";
+      }
+      hasOutput |= buffer.isOutput();
+      continue;
+    }
+    if (!isa<ScopeOp, ComputeOp>(op))
+      return op.emitOpError("is not allowed in a perfdojo.kernel; expected "
+                            "perfdojo.buffer, perfdojo.scope or "
+                            "perfdojo.compute");
+    seenTree = true;
+  }
+  if (!hasOutput)
+    return emitOpError("'") << getSymName() << "' has no output buffer";
+
+  // Every output buffer must be written somewhere.
+  llvm::StringSet<> written;
+  walk([&](ComputeOp compute) {
+    if (BufferOp b = lookupArray(compute.getOut().getArray().getValue()))
+      written.insert(b.getSymName());
+  });
+  for (BufferOp buffer : getBuffers())
+    if (buffer.isOutput() && !written.contains(buffer.getSymName()))
+      return buffer.emitOpError("output buffer '")
+             << buffer.getSymName() << "' is never written";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BufferOp
+//===----------------------------------------------------------------------===//
+
+int64_t BufferOp::getStoredExtent(unsigned dim) {
+  int64_t reuse = getReuse()[dim];
+  return reuse ? reuse : getShape()[dim];
+}
+
+int64_t BufferOp::getStoredElementCount() {
+  int64_t count = 1;
+  for (unsigned d = 0; d < getShape().size(); ++d)
+    count *= getStoredExtent(d);
+  return count;
+}
+
+// buffer ::= role name type `[` dim (`,` dim)* `]` location
+//            (`->` name (`,` name)*)? attr-dict
+// dim    ::= integer (`:` integer)?
+ParseResult BufferOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *ctx = parser.getContext();
+  StringRef roleName, name, locationName;
+  Type elementType;
+  SMLoc roleLoc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&roleName))
+    return failure();
+  std::optional<Role> role = symbolizeRole(roleName);
+  if (!role)
+    return parser.emitError(roleLoc, "expected buffer role 'in', 'out' or "
+                                     "'tmp', found '")
+           << roleName << "'";
+  if (parser.parseKeyword(&name) || parser.parseType(elementType))
+    return failure();
+  SmallVector<int64_t> shape, reuse;
+  auto parseDim = [&]() -> ParseResult {
+    int64_t size = 0, k = 0;
+    if (parser.parseInteger(size))
+      return failure();
+    if (succeeded(parser.parseOptionalColon()) && parser.parseInteger(k))
+      return failure();
+    shape.push_back(size);
+    reuse.push_back(k);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseDim))
+    return failure();
+  SMLoc locLoc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&locationName))
+    return failure();
+  std::optional<BufferLocation> location = symbolizeBufferLocation(locationName);
+  if (!location)
+    return parser.emitError(locLoc, "expected buffer location 'heap', "
+                                    "'stack', 'reg' or 'shared', found '")
+           << locationName << "'";
+  SmallVector<Attribute> arrays;
+  if (succeeded(parser.parseOptionalArrow())) {
+    auto parseArray = [&]() -> ParseResult {
+      StringRef array;
+      if (parser.parseKeyword(&array))
+        return failure();
+      arrays.push_back(StringAttr::get(ctx, array));
+      return success();
+    };
+    if (parser.parseCommaSeparatedList(parseArray))
+      return failure();
+  } else {
+    arrays.push_back(StringAttr::get(ctx, name));
+  }
+  if (parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  Builder b(ctx);
+  result.addAttribute(getSymNameAttrName(result.name), b.getStringAttr(name));
+  result.addAttribute(getRoleAttrName(result.name), RoleAttr::get(ctx, *role));
+  result.addAttribute(getElementTypeAttrName(result.name),
+                      TypeAttr::get(elementType));
+  result.addAttribute(getShapeAttrName(result.name),
+                      b.getDenseI64ArrayAttr(shape));
+  result.addAttribute(getReuseAttrName(result.name),
+                      b.getDenseI64ArrayAttr(reuse));
+  result.addAttribute(getLocationAttrName(result.name),
+                      BufferLocationAttr::get(ctx, *location));
+  result.addAttribute(getArraysAttrName(result.name), b.getArrayAttr(arrays));
+  return success();
+}
+
+void BufferOp::print(OpAsmPrinter &p) {
+  p << " " << stringifyRole(getRole()) << " " << getSymName() << " "
+    << getElementType() << " [";
+  for (unsigned d = 0; d < getShape().size(); ++d) {
+    if (d)
+      p << ", ";
+    p << getShape()[d];
+    if (d < getReuse().size() && getReuse()[d])
+      p << ":" << getReuse()[d];
+  }
+  p << "] " << stringifyBufferLocation(getLocation());
+  ArrayAttr arrays = getArrays();
+  if (!(arrays.size() == 1 &&
+        cast<StringAttr>(arrays[0]).getValue() == getSymName())) {
+    p << " -> ";
+    llvm::interleaveComma(arrays.getAsValueRange<StringAttr>(), p);
+  }
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getSymNameAttrName(), getRoleAttrName(),
+                           getElementTypeAttrName(), getShapeAttrName(),
+                           getReuseAttrName(), getLocationAttrName(),
+                           getArraysAttrName()});
+}
+
+LogicalResult BufferOp::verify() {
+  if (!isIdentifier(getSymName()))
+    return emitOpError("name '") << getSymName()
+                                 << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)";
+  if (!isSupportedElementType(getElementType()))
+    return emitOpError("element type ")
+           << getElementType()
+           << " is not supported; expected f16, bf16, f32, f64, i8, i16, "
+              "i32 or i64";
+  ArrayRef<int64_t> shape = getShape();
+  if (shape.empty())
+    return emitOpError("'") << getSymName()
+                            << "' must have at least one dimension";
+  if (getReuse().size() != shape.size())
+    return emitOpError("'") << getSymName() << "' has " << getReuse().size()
+                            << " reuse factors for " << shape.size()
+                            << " dimensions";
+  __int128 elements = 1;
+  for (unsigned d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 1 || shape[d] > kMaxExtent)
+      return emitOpError("dimension ")
+             << d << " of '" << getSymName() << "' has size " << shape[d]
+             << "; sizes must be between 1 and " << kMaxExtent;
+    int64_t k = getReuse()[d];
+    if (k != 0) {
+      if (!isTemporary())
+        return emitOpError("only temporary buffers may reuse dimensions; '")
+               << getSymName() << "' is an " << stringifyRole(getRole())
+               << " buffer";
+      if (k < 1 || k >= shape[d])
+        return emitOpError("reuse factor ")
+               << k << " of dimension " << d << " of '" << getSymName()
+               << "' must be between 1 and its size " << shape[d]
+               << " (exclusive)";
+    }
+    elements *= getStoredExtent(d);
+    if (elements > kMaxExtent * 256)
+      return emitOpError("'") << getSymName()
+                              << "' stores more than 2^48 elements";
+  }
+  if (!isTemporary() && getLocation() != BufferLocation::heap)
+    return emitOpError("kernel argument '")
+           << getSymName() << "' must be on the heap, found "
+           << stringifyBufferLocation(getLocation());
+  if (getArrays().empty())
+    return emitOpError("'") << getSymName() << "' holds no arrays";
+  llvm::StringSet<> seen;
+  for (Attribute a : getArrays()) {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name || !isIdentifier(name.getValue()))
+      return emitOpError("array name ") << a << " is not an identifier";
+    if (!seen.insert(name.getValue()).second)
+      return emitOpError("array '")
+             << name.getValue() << "' is listed twice in '" << getSymName()
+             << "'";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScopeOp
+//===----------------------------------------------------------------------===//
+
+unsigned ScopeOp::getDepth() { return countEnclosingScopes(*this); }
+
+// scope ::= integer mapping? attr-dict-with-keyword region
+// mapping ::= `unroll` | `parallel` | `vector` | `grid` | `block` | `warp`
+ParseResult ScopeOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *ctx = parser.getContext();
+  int64_t size;
+  if (parser.parseInteger(size))
+    return failure();
+  Mapping mapping = Mapping::seq;
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (succeeded(parser.parseOptionalKeyword(&keyword))) {
+    std::optional<Mapping> m = symbolizeMapping(keyword);
+    if (!m || *m == Mapping::seq)
+      return parser.emitError(loc, "expected scope mapping 'unroll', "
+                                   "'parallel', 'vector', 'grid', 'block' or "
+                                   "'warp', found '")
+             << keyword << "'";
+    mapping = *m;
+  }
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body))
+    return failure();
+  if (body->empty())
+    body->emplaceBlock();
+  result.addAttribute(getSizeAttrName(result.name),
+                      Builder(ctx).getI64IntegerAttr(size));
+  result.addAttribute(getMappingAttrName(result.name),
+                      MappingAttr::get(ctx, mapping));
+  return success();
+}
+
+void ScopeOp::print(OpAsmPrinter &p) {
+  p << " " << getSize();
+  if (getMapping() != Mapping::seq)
+    p << " " << stringifyMapping(getMapping());
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {getSizeAttrName(), getMappingAttrName()});
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+}
+
+LogicalResult ScopeOp::verify() {
+  if (getSize() > kMaxExtent)
+    return emitOpError("size ") << getSize() << " exceeds the maximum of "
+                                << kMaxExtent;
+  unsigned depth = getDepth();
+  if (depth >= kMaxNestDepth)
+    return emitOpError("is nested ")
+           << depth + 1 << " scopes deep; at most " << kMaxNestDepth
+           << " are supported";
+  if (getBodyBlock().empty())
+    return emitOpError("must contain at least one operation");
+  for (Operation &op : getBodyBlock())
+    if (!isa<ScopeOp, ComputeOp>(op))
+      return op.emitOpError("is not allowed in a perfdojo.scope; expected "
+                            "perfdojo.scope or perfdojo.compute");
+
+  Mapping mapping = getMapping();
+  if (mapping == Mapping::vector) {
+    for (Operation &op : getBodyBlock())
+      if (isa<ScopeOp>(op))
+        return emitOpError("with vector mapping may contain only "
+                           "operations, found a nested scope")
+                   .attachNote(op.getLoc())
+               << "nested scope here";
+  }
+  // Mapping rules along the chain of enclosing scopes.
+  unsigned grids = mapping == Mapping::grid, blocks = mapping == Mapping::block;
+  bool underGrid = false, underBlock = false;
+  for (Operation *p = (*this)->getParentOp(); auto parent = dyn_cast_or_null<ScopeOp>(p);
+       p = p->getParentOp()) {
+    Mapping outer = parent.getMapping();
+    bool outerGpu = outer == Mapping::grid || outer == Mapping::block ||
+                    outer == Mapping::warp;
+    bool innerGpu = mapping == Mapping::grid || mapping == Mapping::block ||
+                    mapping == Mapping::warp;
+    if (mapping == Mapping::parallel && outerGpu)
+      return emitOpError("with parallel mapping cannot be nested inside a ")
+             << stringifyMapping(outer) << " scope";
+    if (innerGpu && outer == Mapping::parallel)
+      return emitOpError("with ")
+             << stringifyMapping(mapping)
+             << " mapping cannot be nested inside a parallel scope";
+    if (mapping == Mapping::grid &&
+        (outer == Mapping::block || outer == Mapping::warp))
+      return emitOpError("with grid mapping cannot be nested inside a ")
+             << stringifyMapping(outer) << " scope";
+    if (mapping == Mapping::block && outer == Mapping::warp)
+      return emitOpError("with block mapping cannot be nested inside a warp "
+                         "scope");
+    grids += outer == Mapping::grid;
+    blocks += outer == Mapping::block;
+    underGrid |= outer == Mapping::grid;
+    underBlock |= outer == Mapping::block;
+  }
+  if (mapping == Mapping::block && !underGrid)
+    return emitOpError("with block mapping must be nested inside a grid "
+                       "scope");
+  if (mapping == Mapping::warp && !underBlock)
+    return emitOpError("with warp mapping must be nested inside a block "
+                       "scope");
+  if (grids > 3 || blocks > 3)
+    return emitOpError("would be the ")
+           << std::max(grids, blocks) << "th nested "
+           << (grids > 3 ? "grid" : "block")
+           << " scope; GPUs have at most 3 dimensions";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ComputeOp
+//===----------------------------------------------------------------------===//
+
+unsigned ComputeOp::getDepth() { return countEnclosingScopes(*this); }
+
+KernelOp ComputeOp::getKernel() {
+  return (*this)->getParentOfType<KernelOp>();
+}
+
+// compute ::= access assign (operand | bare-id `(` operand (`,` operand)* `)`)
+//             attr-dict
+// assign  ::= `=` | `+` `=` | `*` `=` | `max` `=` | `min` `=`
+ParseResult ComputeOp::parse(OpAsmParser &parser, OperationState &result) {
+  MLIRContext *ctx = parser.getContext();
+  AccessAttr out;
+  if (parseAccess(parser, out))
+    return failure();
+  Reduction reduction = Reduction::none;
+  if (succeeded(parser.parseOptionalPlus()))
+    reduction = Reduction::add;
+  else if (succeeded(parser.parseOptionalStar()))
+    reduction = Reduction::mul;
+  else if (succeeded(parser.parseOptionalKeyword("max")))
+    reduction = Reduction::max;
+  else if (succeeded(parser.parseOptionalKeyword("min")))
+    reduction = Reduction::min;
+  if (parser.parseEqual())
+    return failure();
+
+  OpKind kind = OpKind::copy;
+  SmallVector<Attribute> inputs;
+  SMLoc kindLoc = parser.getCurrentLocation();
+  StringRef name;
+  // A primitive name is a keyword followed by `(`; anything else is the
+  // single operand of a copy.
+  if (succeeded(parser.parseOptionalKeyword(&name))) {
+    if (succeeded(parser.parseOptionalLParen())) {
+      std::optional<OpKind> k = symbolizeOpKind(name);
+      if (!k)
+        return parser.emitError(kindLoc, "unknown primitive '") << name << "'";
+      kind = *k;
+      auto parseOne = [&]() -> ParseResult {
+        return parseOperand(parser, inputs.emplace_back());
+      };
+      if (parser.parseCommaSeparatedList(parseOne) || parser.parseRParen())
+        return failure();
+    } else if (name == "inf" || name == "nan") {
+      inputs.push_back(
+          FloatAttr::get(Float64Type::get(ctx), name == "inf" ? INFINITY : NAN));
+    } else {
+      AccessAttr access;
+      if (parseAccessIndices(parser, name, access))
+        return failure();
+      inputs.push_back(access);
+    }
+  } else {
+    if (parseOperand(parser, inputs.emplace_back()))
+      return failure();
+  }
+  if (parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  result.addAttribute(getKindAttrName(result.name), OpKindAttr::get(ctx, kind));
+  result.addAttribute(getReductionAttrName(result.name),
+                      ReductionAttr::get(ctx, reduction));
+  result.addAttribute(getOutAttrName(result.name), out);
+  result.addAttribute(getInputsAttrName(result.name),
+                      ArrayAttr::get(ctx, inputs));
+  return success();
+}
+
+void ComputeOp::print(OpAsmPrinter &p) {
+  raw_ostream &os = p.getStream();
+  os << " ";
+  printAccess(os, getOut(), /*asmForm=*/true);
+  os << " " << getAssignToken(getReduction()) << " ";
+  if (getKind() == OpKind::copy && getInputs().size() == 1) {
+    printOperand(os, getInputs()[0], /*asmForm=*/true);
+  } else {
+    os << stringifyOpKind(getKind()) << "(";
+    llvm::interleave(
+        getInputs(), os,
+        [&](Attribute a) { printOperand(os, a, /*asmForm=*/true); }, ", ");
+    os << ")";
+  }
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getKindAttrName(), getReductionAttrName(),
+                           getOutAttrName(), getInputsAttrName()});
+}
+
+/// Checks that `access` names a declared array of matching rank whose
+/// indices refer only to enclosing scopes and stay within bounds. Returns the
+/// buffer, or null after emitting an error.
+static BufferOp verifyAccess(ComputeOp op, KernelOp kernel, AccessAttr access,
+                             ArrayRef<int64_t> extents, StringRef what) {
+  StringRef array = access.getArray().getValue();
+  BufferOp buffer = kernel.lookupArray(array);
+  if (!buffer) {
+    op.emitOpError(what) << " uses unknown array '" << array << "'";
+    return nullptr;
+  }
+  ArrayRef<int64_t> shape = buffer.getShape();
+  AffineMap map = access.getMap();
+  if (map.getNumResults() != shape.size()) {
+    op.emitOpError(what) << " indexes '" << array << "' with "
+                         << map.getNumResults()
+                         << " indices but the array has rank " << shape.size();
+    return nullptr;
+  }
+  if (map.getNumDims() > extents.size()) {
+    op.emitOpError(what) << " refers to scope {" << map.getNumDims() - 1
+                         << "} but the operation is nested in "
+                         << extents.size() << " scopes";
+    return nullptr;
+  }
+  SmallVector<LinearForm> forms = access.getLinearForms();
+  for (unsigned d = 0; d < forms.size(); ++d) {
+    auto [lo, hi] = forms[d].range(extents);
+    if (lo < 0 || hi >= shape[d]) {
+      op.emitOpError(what) << " index " << d << " of '" << array
+                           << "' ranges over [" << (long long)lo << ", "
+                           << (long long)hi
+                           << "] but the dimension has size " << shape[d];
+      return nullptr;
+    }
+  }
+  return buffer;
+}
+
+LogicalResult ComputeOp::verify() {
+  KernelOp kernel = getKernel();
+  if (!kernel)
+    return emitOpError("must be nested in a perfdojo.kernel");
+  SmallVector<int64_t> extents = getEnclosingExtents(*this);
+  OpKind kind = getKind();
+  ArrayAttr inputs = getInputs();
+  if (inputs.size() != getArity(kind))
+    return emitOpError("'") << stringifyOpKind(kind) << "' expects "
+                            << getArity(kind) << " inputs, found "
+                            << inputs.size();
+
+  if (kind == OpKind::neg && isa<FloatAttr>(inputs[0]))
+    return emitOpError("negates the constant ")
+           << formatConstant(cast<FloatAttr>(inputs[0]).getValueAsDouble())
+           << "; copy the negated constant instead";
+
+  BufferOp outBuffer = verifyAccess(*this, kernel, getOut(), extents, "output");
+  if (!outBuffer)
+    return failure();
+  if (outBuffer.isInput())
+    return emitOpError("writes to array '")
+           << getOut().getArray().getValue() << "' of input buffer '"
+           << outBuffer.getSymName() << "'";
+  Type computeType = outBuffer.getElementType();
+  if (isFloatOnly(kind) && !isa<FloatType>(computeType))
+    return emitOpError("'") << stringifyOpKind(kind)
+                            << "' needs a floating-point output, found "
+                            << computeType;
+
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    std::string what = "input #" + std::to_string(i);
+    // The type this input must have: the computation type, except for the
+    // input of a cast and the condition of a select.
+    bool anyType = kind == OpKind::cast || (kind == OpKind::select && i == 0);
+    if (auto access = dyn_cast<AccessAttr>(input)) {
+      BufferOp buffer = verifyAccess(*this, kernel, access, extents, what);
+      if (!buffer)
+        return failure();
+      if (!anyType && buffer.getElementType() != computeType)
+        return emitOpError(what)
+               << " '" << access.getArray().getValue() << "' has element type "
+               << buffer.getElementType() << " but the operation computes in "
+               << computeType << " (the type of its output)";
+      continue;
+    }
+    if (auto iter = dyn_cast<IterAttr>(input)) {
+      if (iter.getDepth() >= extents.size())
+        return emitOpError(what)
+               << " uses the variable of scope {" << iter.getDepth()
+               << "} but the operation is nested in " << extents.size()
+               << " scopes";
+      continue;
+    }
+    auto cst = dyn_cast<FloatAttr>(input);
+    if (!cst || !cst.getType().isF64())
+      return emitOpError(what) << " must be an array access, an iteration "
+                                  "variable or an f64 constant, found "
+                               << input;
+    if (!anyType && isa<IntegerType>(computeType)) {
+      double v = cst.getValueAsDouble();
+      unsigned width = computeType.getIntOrFloatBitWidth();
+      double limit = std::ldexp(1.0, width - 1);
+      if (!std::isfinite(v) || v != std::trunc(v) || v < -limit || v >= limit)
+        return emitOpError(what)
+               << " constant " << formatConstant(v)
+               << " is not representable in " << computeType;
+    }
+  }
+  return success();
+}

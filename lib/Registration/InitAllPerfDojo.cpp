@@ -1,0 +1,13 @@
+//===- InitAllPerfDojo.cpp - Register everything PerfDojo provides --------===//
+
+#include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/Search/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+
+void mlir::registerAllPerfDojo(DialectRegistry &registry) {
+  registry.insert<perfdojo::PerfDojoDialect, func::FuncDialect>();
+}
+
+void mlir::registerAllPerfDojoPasses() { perfdojo::registerPerfDojoSearchPasses(); }

@@ -1,0 +1,190 @@
+//===- pd-run.cpp - Run one PerfDojo kernel -------------------------------===//
+//
+// Loads a kernel (text form or MLIR), optionally prints it back in text form,
+// runs it in the reference interpreter on seeded inputs and prints a summary
+// of its outputs; `--dump-dir` writes every input and output as .npy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Conversion/TextForm.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Search/Interpreter.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<kernel.pd|kernel.mlir>"),
+                                          cl::init("-"));
+static cl::opt<std::string>
+    inputFormat("input-format",
+                cl::desc("input format: 'pd' (text form) or 'mlir'; by "
+                         "default chosen from the file extension"),
+                cl::init(""));
+static cl::opt<bool> interpret("interpret",
+                               cl::desc("run the reference interpreter (the "
+                                        "default and, for now, only engine)"),
+                               cl::init(true));
+static cl::opt<bool> printText("print-text",
+                               cl::desc("print the kernel back in text form"));
+static cl::opt<uint64_t> seed("seed", cl::desc("input generator seed"),
+                              cl::init(1));
+static cl::opt<std::string> kernelName("kernel",
+                                       cl::desc("the kernel to run, when the "
+                                                "input holds several"),
+                                       cl::init(""));
+static cl::opt<std::string>
+    dumpDir("dump-dir", cl::desc("write every in and out buffer as "
+                                 "<dir>/<buffer>.npy (float64 or int64)"),
+            cl::init(""));
+static cl::opt<uint64_t> maxMiB("max-mib",
+                                cl::desc("refuse kernels whose buffers need "
+                                         "more memory than this (MiB)"),
+                                cl::init(8192));
+
+static std::string shapeString(const BufferData &b) {
+  std::string text = "[";
+  for (auto [i, s] : llvm::enumerate(b.shape))
+    text += (i ? ", " : "") + std::to_string(s);
+  return text + "]";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "pd-run: load a PerfDojo kernel, interpret it and summarize its "
+      "outputs\n");
+
+  DialectRegistry registry;
+  registerAllPerfDojo(registry);
+  MLIRContext context(registry);
+  context.loadDialect<PerfDojoDialect>();
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(inputFilename, &errorMessage);
+  if (!file) {
+    llvm::errs() << "pd-run: " << errorMessage << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+
+  std::string format = inputFormat;
+  if (format.empty())
+    format = StringRef(inputFilename).ends_with(".mlir") ? "mlir" : "pd";
+  OwningOpRef<ModuleOp> module;
+  if (format == "mlir") {
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  } else if (format == "pd") {
+    module = importTextForm(sourceMgr, &context);
+  } else {
+    llvm::errs() << "pd-run: unknown --input-format '" << format
+                 << "'; expected 'pd' or 'mlir'\n";
+    return 1;
+  }
+  if (!module)
+    return 1;
+
+  SmallVector<KernelOp> kernels;
+  module->walk([&](KernelOp k) { kernels.push_back(k); });
+  KernelOp kernel;
+  for (KernelOp k : kernels)
+    if (kernelName.empty() || k.getSymName() == kernelName)
+      kernel = kernel ? kernel : k;
+  if (!kernel) {
+    llvm::errs() << "pd-run: "
+                 << (kernelName.empty() ? std::string("no perfdojo.kernel in the input")
+                                        : "no kernel named '" + kernelName + "'")
+                 << "\n";
+    return 1;
+  }
+  if (kernelName.empty() && kernels.size() > 1) {
+    llvm::errs() << "pd-run: the input holds " << kernels.size()
+                 << " kernels; choose one with --kernel\n";
+    return 1;
+  }
+
+  if (printText && failed(exportTextForm(kernel, llvm::outs())))
+    return 1;
+
+  unsigned scopes = 0, computes = 0, maxDepth = 0;
+  kernel.walk([&](Operation *op) {
+    if (auto scope = dyn_cast<ScopeOp>(op)) {
+      ++scopes;
+      maxDepth = std::max(maxDepth, scope.getDepth() + 1);
+    }
+    computes += isa<ComputeOp>(op);
+  });
+  llvm::outs() << "kernel " << kernel.getSymName() << ": "
+               << llvm::range_size(kernel.getBuffers()) << " buffers, "
+               << scopes << " scopes, " << computes
+               << " operations, nest depth " << maxDepth << "\n";
+  if (!interpret)
+    return 0;
+
+  FailureOr<std::unique_ptr<Interpreter>> interp =
+      Interpreter::create(kernel, maxMiB << 20);
+  if (failed(interp))
+    return 1;
+  (*interp)->fillInputs(seed);
+  auto start = std::chrono::steady_clock::now();
+  if (failed((*interp)->run()))
+    return 1;
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  uint64_t executed = (*interp)->getExecutedOperations();
+  llvm::outs() << "interpreted " << executed << " operations in "
+               << llvm::format("%.3f", seconds) << " s (seed " << seed
+               << ")\n";
+  for (const BufferData &b : (*interp)->getBuffers()) {
+    if (b.role != Role::out)
+      continue;
+    BufferSummary s = Interpreter::summarize(b);
+    llvm::outs() << "out " << b.name << " " << b.elementType << " "
+                 << shapeString(b) << ": sum=" << llvm::format("%.17g", s.sum)
+                 << " abs_sum=" << llvm::format("%.17g", s.absSum)
+                 << " min=" << llvm::format("%.9g", s.min)
+                 << " max=" << llvm::format("%.9g", s.max)
+                 << " nan=" << s.nans << " inf=" << s.infs
+                 << " unwritten=" << s.unwritten << "\n";
+  }
+
+  if (!dumpDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir)) {
+      llvm::errs() << "pd-run: cannot create '" << dumpDir
+                   << "': " << ec.message() << "\n";
+      return 1;
+    }
+    for (const BufferData &b : (*interp)->getBuffers()) {
+      if (b.role == Role::tmp)
+        continue;
+      SmallString<128> path(dumpDir);
+      llvm::sys::path::append(path, b.name + ".npy");
+      std::string error;
+      if (failed(writeNpy(b, path, error))) {
+        llvm::errs() << "pd-run: " << error << "\n";
+        return 1;
+      }
+    }
+  }
+  return 0;
+}

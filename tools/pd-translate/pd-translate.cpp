@@ -1,0 +1,15 @@
+//===- pd-translate.cpp - PerfDojo text form translator -------------------===//
+//
+// `--import-pd` reads the text form and prints the perfdojo dialect;
+// `--export-pd` reads MLIR and prints the text form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Conversion/TextForm.h"
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  mlir::perfdojo::registerTextFormTranslations();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "PerfDojo text form translator"));
+}
