@@ -51,8 +51,10 @@ def tail(text, lines=15):
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def check_reference(suite, name, pd_run, work, seed, tol, timeout):
-    """Returns (ok, message) for one kernel."""
+def check_reference(suite, name, pd_run, work, seed, tol, timeout,
+                    reference_from=None):
+    """Returns (ok, message) for one kernel. ``reference_from`` names another
+    kernel whose reference to compare with (to test this checker)."""
     kernel = suite.kernel(name, small=True)
     kdir = os.path.join(work, name)
     dump = os.path.join(kdir, "dump")
@@ -90,7 +92,10 @@ def check_reference(suite, name, pd_run, work, seed, tol, timeout):
     for b, arr in inputs.items():
         if not np.all(np.isfinite(arr)) or arr.min() < -1 or arr.max() >= 1:
             return False, "input %s is not uniform in [-1, 1)" % b
-    ref = suite.reference(name, inputs, small=True)
+    if reference_from:
+        ref = suite.reference(reference_from, inputs, small=True)
+    else:
+        ref = suite.reference(name, inputs, small=True)
 
     ok, parts = True, []
     for b, out in outputs.items():
@@ -194,12 +199,16 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--reference-from", metavar="NAME",
+                    help="compare with kernel NAME's reference instead (a "
+                         "self-test of this checker: it must then fail)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the temporary folder and print its path")
     args = ap.parse_args(argv)
 
     suite = load_suite(args.kernels)
-    for n in args.names:
+    for n in args.names + ([args.reference_from] if args.reference_from
+                           else []):
         if n not in suite.names():
             ap.error("unknown kernel '%s' (known: %s)"
                      % (n, ", ".join(suite.names())))
@@ -224,7 +233,8 @@ def main(argv=None):
                 try:
                     ok, msg = check_reference(suite, name, args.pd_run, work,
                                               args.seed, args.tol,
-                                              args.timeout)
+                                              args.timeout,
+                                              args.reference_from)
                 except Exception as err:  # report it, then check the others
                     ok, msg = False, "%s: %s" % (type(err).__name__, err)
                 print("%s %s %s" % ("PASS" if ok else "FAIL", name, msg))

@@ -1,0 +1,26 @@
+// The plugin loads the perfdojo dialect and the PerfDojo passes into
+// Debian's own mlir-opt, which knows neither.
+// RUN: %mlir-opt %s --load-dialect-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   | FileCheck %s --check-prefix=DIALECT
+// RUN: %mlir-opt %s --load-dialect-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   --load-pass-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(pd-interpret{seed=3})" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PASS
+// RUN: not %mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
+
+// DIALECT-LABEL: perfdojo.kernel @scale
+// DIALECT: perfdojo.compute y[{0}] = mul(x[{0}], 2.0)
+
+// PASS: remark: interpreted 'scale': 4 operations; y: sum=
+// PASS-SAME: min=
+// PASS: perfdojo.kernel @scale
+
+// NOPLUGIN: error: Dialect `perfdojo' not found for custom op 'perfdojo.kernel'
+
+perfdojo.kernel @scale {
+  perfdojo.buffer in x f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 4 {
+    perfdojo.compute y[{0}] = mul(x[{0}], 2.0)
+  }
+}

@@ -1,0 +1,45 @@
+# -*- Python -*-
+# lit configuration of the PerfDojo regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "PERFDOJO"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".pd", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.perfdojo_obj_root, "test")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs",
+                   "check_reference.py"]
+
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%perfdojo_lib", config.perfdojo_lib_dir))
+config.substitutions.append(("%kernels",
+                             os.path.join(config.perfdojo_src_root, "kernels")))
+config.substitutions.append(("%python", config.perfdojo_python))
+config.substitutions.append(("%perfdojo_obj", config.perfdojo_obj_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.perfdojo_tools_dir,
+                             append_path=True)
+
+# The %-prefixed substitutions come first: otherwise the bare tool names
+# would be substituted inside them.
+tools = [
+    ToolSubst("%pd-opt", command=os.path.join(config.perfdojo_tools_dir, "pd-opt")),
+    ToolSubst("%pd-translate",
+              command=os.path.join(config.perfdojo_tools_dir, "pd-translate")),
+    ToolSubst("%pd-run", command=os.path.join(config.perfdojo_tools_dir, "pd-run")),
+    ToolSubst("%mlir-opt", command=os.path.join(config.llvm_tools_dir, "mlir-opt")),
+    "pd-opt",
+    "pd-translate",
+    "pd-run",
+]
+llvm_config.add_tool_substitutions(tools, [config.perfdojo_tools_dir])
