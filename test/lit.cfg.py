@@ -24,6 +24,7 @@ config.substitutions.append(("%kernels",
                              os.path.join(config.perfdojo_src_root, "kernels")))
 config.substitutions.append(("%python", config.perfdojo_python))
 config.substitutions.append(("%perfdojo_obj", config.perfdojo_obj_root))
+config.substitutions.append(("%perfdojo_src", config.perfdojo_src_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -163,7 +163,7 @@ struct Interpreter::Impl {
     if (depth) {
       os << " at iteration";
       for (unsigned d = 0; d < depth; ++d)
-        os << " {" << d << "}=" << iv[d];
+        os << (d ? ", {" : " {") << d << "}=" << iv[d];
     }
     return text;
   }

@@ -75,6 +75,9 @@ int main(int argc, char **argv) {
   registerAllPerfDojo(registry);
   MLIRContext context(registry);
   context.loadDialect<PerfDojoDialect>();
+  // Diagnostics point at the kernel's own lines; the generic form of the op
+  // would only repeat them.
+  context.printOpOnDiagnostic(false);
 
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> file =
