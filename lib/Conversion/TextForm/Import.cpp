@@ -207,13 +207,11 @@ OwningOpRef<ModuleOp> Importer::run() {
 LogicalResult Importer::parseHeader(LineLexer &lex) {
   size_t start = lex.pos;
   lex.identifier(); // `kernel`
-  size_t namePos = (lex.skipSpaces(), lex.pos);
   StringRef name = lex.identifier();
   if (name.empty())
     return expected(lex, "a kernel name");
   if (!lex.atEnd())
     return expected(lex, "end of line after the kernel name");
-  (void)namePos;
   builder.setInsertionPointToEnd(module->getBody());
   kernel = KernelOp::create(builder, locAt(lex, start), name);
   kernel.getBody().emplaceBlock();
