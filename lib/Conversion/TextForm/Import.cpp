@@ -13,7 +13,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/SourceMgr.h"
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -269,9 +268,15 @@ LogicalResult Importer::parseBuffer(LineLexer &lex) {
     int64_t size, k = 0;
     if (mlir::failed(parseInteger(lex, size, "a dimension size")))
       return failure();
-    if (lex.consume(":") &&
-        mlir::failed(parseInteger(lex, k, "a reuse factor after ':'")))
-      return failure();
+    if (lex.consume(":")) {
+      size_t kPos = (lex.skipSpaces(), lex.pos);
+      if (mlir::failed(parseInteger(lex, k, "a reuse factor after ':'")))
+        return failure();
+      if (k < 1) {
+        error(lex, kPos) << "reuse factor must be at least 1, found " << k;
+        return failure();
+      }
+    }
     shape.push_back(size);
     reuse.push_back(k);
   } while (lex.consume(","));
@@ -511,8 +516,17 @@ LogicalResult Importer::parseNumber(LineLexer &lex, bool negative,
       end = exp;
     }
     std::string literal = line.slice(start, end).str();
-    errno = 0;
     value = std::strtod(literal.c_str(), nullptr);
+    // An integer literal must survive its f64 storage exactly.
+    int64_t asInteger;
+    bool integral = literal.find_first_of(".eE") == std::string::npos;
+    if (integral && (StringRef(literal).getAsInteger(10, asInteger) ||
+                     value >= 0x1p63 ||
+                     static_cast<int64_t>(value) != asInteger)) {
+      error(lex, start) << "integer constant " << literal
+                        << " is not exact in f64 (at most 2^53)";
+      return failure();
+    }
     if (std::isinf(value)) {
       error(lex, start) << "constant " << literal
                         << " is out of the range of f64";

@@ -132,6 +132,9 @@ ParseResult mlir::perfdojo::parseOperand(AsmParser &parser,
     return success();
   }
   bool negative = succeeded(parser.parseOptionalMinus());
+  if (negative && succeeded(parser.parseOptionalLBrace()))
+    return parser.emitError(loc, "'-' must be followed by a number; negate a "
+                                 "value with neg(...)");
   auto makeConstant = [&](double value) {
     operand = FloatAttr::get(Float64Type::get(ctx), negative ? -value : value);
     return success();
@@ -143,8 +146,8 @@ ParseResult mlir::perfdojo::parseOperand(AsmParser &parser,
     if (keyword == "nan")
       return makeConstant(NAN);
     if (negative)
-      return parser.emitError(loc, "expected a number after `-`, found '")
-             << keyword << "'";
+      return parser.emitError(loc, "'-' must be followed by a number, found '")
+             << keyword << "'; negate a value with neg(...)";
     AccessAttr access;
     if (parseAccessIndices(parser, keyword, access))
       return failure();
@@ -156,6 +159,11 @@ ParseResult mlir::perfdojo::parseOperand(AsmParser &parser,
   if (parsedInt.has_value()) {
     if (failed(*parsedInt))
       return failure();
+    double asDouble = static_cast<double>(intValue);
+    if (std::fabs(asDouble) >= 0x1p63 ||
+        static_cast<int64_t>(asDouble) != intValue)
+      return parser.emitError(loc, "integer constant ")
+             << intValue << " is not exact in f64 (at most 2^53)";
     return makeConstant(static_cast<double>(intValue));
   }
   double value;

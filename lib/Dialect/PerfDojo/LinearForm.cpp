@@ -3,6 +3,7 @@
 #include "PerfDojo/Dialect/PerfDojo/LinearForm.h"
 #include "mlir/IR/AffineExpr.h"
 #include "llvm/Support/MathExtras.h"
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -14,6 +15,12 @@ LinearForm LinearForm::ofDim(unsigned depth) {
   return f;
 }
 
+/// INT64_MIN has no negation; forms never hold it, so that every form
+/// prints as text that parses back.
+static bool isRepresentable(int64_t v) {
+  return v != std::numeric_limits<int64_t>::min();
+}
+
 void LinearForm::trim() {
   while (!coeffs.empty() && coeffs.back() == 0)
     coeffs.pop_back();
@@ -23,9 +30,11 @@ std::optional<LinearForm> LinearForm::add(const LinearForm &other) const {
   LinearForm r;
   r.coeffs.assign(std::max(coeffs.size(), other.coeffs.size()), 0);
   for (unsigned d = 0; d < r.coeffs.size(); ++d)
-    if (llvm::AddOverflow(coeff(d), other.coeff(d), r.coeffs[d]))
+    if (llvm::AddOverflow(coeff(d), other.coeff(d), r.coeffs[d]) ||
+        !isRepresentable(r.coeffs[d]))
       return std::nullopt;
-  if (llvm::AddOverflow(constant, other.constant, r.constant))
+  if (llvm::AddOverflow(constant, other.constant, r.constant) ||
+      !isRepresentable(r.constant))
     return std::nullopt;
   r.trim();
   return r;
@@ -34,9 +43,10 @@ std::optional<LinearForm> LinearForm::add(const LinearForm &other) const {
 std::optional<LinearForm> LinearForm::scale(int64_t factor) const {
   LinearForm r = *this;
   for (int64_t &c : r.coeffs)
-    if (llvm::MulOverflow(c, factor, c))
+    if (llvm::MulOverflow(c, factor, c) || !isRepresentable(c))
       return std::nullopt;
-  if (llvm::MulOverflow(constant, factor, r.constant))
+  if (llvm::MulOverflow(constant, factor, r.constant) ||
+      !isRepresentable(r.constant))
     return std::nullopt;
   r.trim();
   return r;
@@ -68,8 +78,12 @@ AffineExpr LinearForm::toAffineExpr(MLIRContext *ctx) const {
 
 std::optional<LinearForm> LinearForm::fromAffineExpr(AffineExpr expr) {
   switch (expr.getKind()) {
-  case AffineExprKind::Constant:
-    return ofConstant(cast<AffineConstantExpr>(expr).getValue());
+  case AffineExprKind::Constant: {
+    int64_t value = cast<AffineConstantExpr>(expr).getValue();
+    if (!isRepresentable(value))
+      return std::nullopt;
+    return ofConstant(value);
+  }
   case AffineExprKind::DimId:
     return ofDim(cast<AffineDimExpr>(expr).getPosition());
   case AffineExprKind::Add: {

@@ -18,11 +18,33 @@ using namespace mlir::perfdojo;
 #define GET_OP_CLASSES
 #include "PerfDojo/Dialect/PerfDojo/PerfDojoOps.cpp.inc"
 
-/// True if `name` is an identifier of the text form: [A-Za-z_][A-Za-z0-9_]*.
+/// True if `name` is an identifier of the text form, [A-Za-z_][A-Za-z0-9_]*,
+/// other than the constants `inf` and `nan`.
 static bool isIdentifier(StringRef name) {
   if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
     return false;
+  if (name == "inf" || name == "nan")
+    return false;
   return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+/// "1 index", "2 indices".
+static std::string count(int64_t n, StringRef singular, StringRef plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural).str();
+}
+
+/// Decimal text of a 128-bit integer (bounds of index ranges).
+static std::string toString(__int128 value) {
+  if (value == 0)
+    return "0";
+  bool negative = value < 0;
+  unsigned __int128 mag = negative ? -(unsigned __int128)value : value;
+  std::string digits;
+  while (mag) {
+    digits.insert(digits.begin(), char('0' + int(mag % 10)));
+    mag /= 10;
+  }
+  return negative ? "-" + digits : digits;
 }
 
 /// Extents of the scopes enclosing `op`, outermost first.
@@ -59,6 +81,10 @@ BufferOp KernelOp::lookupArray(StringRef array) {
 }
 
 LogicalResult KernelOp::verifyRegions() {
+  if (!isIdentifier(getSymName()))
+    return emitOpError("name '")
+           << getSymName()
+           << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)";
   llvm::StringMap<BufferOp> buffers, arrays;
   bool seenTree = false, hasOutput = false;
   for (Operation &op : getBodyBlock()) {
@@ -145,8 +171,14 @@ ParseResult BufferOp::parse(OpAsmParser &parser, OperationState &result) {
     int64_t size = 0, k = 0;
     if (parser.parseInteger(size))
       return failure();
-    if (succeeded(parser.parseOptionalColon()) && parser.parseInteger(k))
-      return failure();
+    if (succeeded(parser.parseOptionalColon())) {
+      SMLoc kLoc = parser.getCurrentLocation();
+      if (parser.parseInteger(k))
+        return failure();
+      if (k < 1)
+        return parser.emitError(kLoc, "reuse factor must be at least 1, found ")
+               << k;
+    }
     shape.push_back(size);
     reuse.push_back(k);
     return success();
@@ -218,8 +250,9 @@ void BufferOp::print(OpAsmPrinter &p) {
 
 LogicalResult BufferOp::verify() {
   if (!isIdentifier(getSymName()))
-    return emitOpError("name '") << getSymName()
-                                 << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)";
+    return emitOpError("name '")
+           << getSymName()
+           << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)";
   if (!isSupportedElementType(getElementType()))
     return emitOpError("element type ")
            << getElementType()
@@ -230,9 +263,11 @@ LogicalResult BufferOp::verify() {
     return emitOpError("'") << getSymName()
                             << "' must have at least one dimension";
   if (getReuse().size() != shape.size())
-    return emitOpError("'") << getSymName() << "' has " << getReuse().size()
-                            << " reuse factors for " << shape.size()
-                            << " dimensions";
+    return emitOpError("'") << getSymName() << "' has "
+                            << count(getReuse().size(), "reuse factor",
+                                     "reuse factors")
+                            << " for "
+                            << count(shape.size(), "dimension", "dimensions");
   __int128 elements = 1;
   for (unsigned d = 0; d < shape.size(); ++d) {
     if (shape[d] < 1 || shape[d] > kMaxExtent)
@@ -291,7 +326,9 @@ ParseResult ScopeOp::parse(OpAsmParser &parser, OperationState &result) {
   Mapping mapping = Mapping::seq;
   StringRef keyword;
   SMLoc loc = parser.getCurrentLocation();
-  if (succeeded(parser.parseOptionalKeyword(&keyword))) {
+  // `attributes` starts the attribute dictionary of a sequential scope.
+  if (succeeded(parser.parseOptionalKeyword(&keyword)) &&
+      keyword != "attributes") {
     std::optional<Mapping> m = symbolizeMapping(keyword);
     if (!m || *m == Mapping::seq)
       return parser.emitError(loc, "expected scope mapping 'unroll', "
@@ -300,7 +337,9 @@ ParseResult ScopeOp::parse(OpAsmParser &parser, OperationState &result) {
              << keyword << "'";
     mapping = *m;
   }
-  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+  if (keyword == "attributes" ? parser.parseOptionalAttrDict(result.attributes)
+                              : parser.parseOptionalAttrDictWithKeyword(
+                                    result.attributes))
     return failure();
   Region *body = result.addRegion();
   if (parser.parseRegion(*body))
@@ -498,14 +537,14 @@ static BufferOp verifyAccess(ComputeOp op, KernelOp kernel, AccessAttr access,
   AffineMap map = access.getMap();
   if (map.getNumResults() != shape.size()) {
     op.emitOpError(what) << " indexes '" << array << "' with "
-                         << map.getNumResults()
-                         << " indices but the array has rank " << shape.size();
+                         << count(map.getNumResults(), "index", "indices")
+                         << " but the array has rank " << shape.size();
     return nullptr;
   }
   if (map.getNumDims() > extents.size()) {
     op.emitOpError(what) << " refers to scope {" << map.getNumDims() - 1
                          << "} but the operation is nested in "
-                         << extents.size() << " scopes";
+                         << count(extents.size(), "scope", "scopes");
     return nullptr;
   }
   SmallVector<LinearForm> forms = access.getLinearForms();
@@ -513,8 +552,8 @@ static BufferOp verifyAccess(ComputeOp op, KernelOp kernel, AccessAttr access,
     auto [lo, hi] = forms[d].range(extents);
     if (lo < 0 || hi >= shape[d]) {
       op.emitOpError(what) << " index " << d << " of '" << array
-                           << "' ranges over [" << (long long)lo << ", "
-                           << (long long)hi
+                           << "' ranges over [" << toString(lo) << ", "
+                           << toString(hi)
                            << "] but the dimension has size " << shape[d];
       return nullptr;
     }
@@ -531,8 +570,8 @@ LogicalResult ComputeOp::verify() {
   ArrayAttr inputs = getInputs();
   if (inputs.size() != getArity(kind))
     return emitOpError("'") << stringifyOpKind(kind) << "' expects "
-                            << getArity(kind) << " inputs, found "
-                            << inputs.size();
+                            << count(getArity(kind), "input", "inputs")
+                            << ", found " << inputs.size();
 
   if (kind == OpKind::neg && isa<FloatAttr>(inputs[0]))
     return emitOpError("negates the constant ")
@@ -572,8 +611,8 @@ LogicalResult ComputeOp::verify() {
       if (iter.getDepth() >= extents.size())
         return emitOpError(what)
                << " uses the variable of scope {" << iter.getDepth()
-               << "} but the operation is nested in " << extents.size()
-               << " scopes";
+               << "} but the operation is nested in "
+               << count(extents.size(), "scope", "scopes");
       continue;
     }
     auto cst = dyn_cast<FloatAttr>(input);
@@ -585,10 +624,12 @@ LogicalResult ComputeOp::verify() {
       double v = cst.getValueAsDouble();
       unsigned width = computeType.getIntOrFloatBitWidth();
       double limit = std::ldexp(1.0, width - 1);
-      if (!std::isfinite(v) || v != std::trunc(v) || v < -limit || v >= limit)
+      if (!std::isfinite(v) || v != std::trunc(v) || v < -limit ||
+          v >= limit || std::fabs(v) > 0x1p53)
         return emitOpError(what)
                << " constant " << formatConstant(v)
-               << " is not representable in " << computeType;
+               << " is not representable in " << computeType
+               << " (integer constants are exact up to 2^53)";
     }
   }
   return success();

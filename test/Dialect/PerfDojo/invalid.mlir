@@ -78,7 +78,7 @@ perfdojo.kernel @unknown_primitive {
 perfdojo.kernel @minus_before_access {
   perfdojo.buffer in x f32 [4] heap
   perfdojo.buffer out y f32 [4] heap
-  // expected-error @+1 {{custom op 'perfdojo.compute' expected a number after `-`, found 'x'}}
+  // expected-error @+1 {{custom op 'perfdojo.compute' '-' must be followed by a number, found 'x'; negate a value with neg(...)}}
   perfdojo.compute y[0] = -x[0]
 }
 
@@ -107,6 +107,19 @@ perfdojo.kernel @product_in_access_attribute {
       // expected-error @+1 {{product of two scope variables is not a linear index expression}}
       "perfdojo.compute"() <{inputs = [#perfdojo.access<x[({0} + 1) * ({1} + 1)]>], kind = #perfdojo<kind copy>, out = #perfdojo.access<y[0]>, reduction = #perfdojo<reduction none>}> : () -> ()
     }
+  }
+}
+
+// -----
+
+// A non-linear (floordiv) index inside a generic-form #perfdojo.access
+// attribute: the attribute accepts only linear expressions.
+perfdojo.kernel @floordiv_in_access_attribute {
+  perfdojo.buffer in x f32 [16] heap
+  perfdojo.buffer out y f32 [16] heap
+  perfdojo.scope 4 {
+    // expected-error @+1 {{expected ']'}}
+    "perfdojo.compute"() <{inputs = [#perfdojo.access<x[{0} floordiv 2]>], kind = #perfdojo<kind copy>, out = #perfdojo.access<y[0]>, reduction = #perfdojo<reduction none>}> : () -> ()
   }
 }
 
@@ -175,7 +188,7 @@ perfdojo.kernel @iter_depth_out_of_range {
 
 // A buffer name that is not an identifier of the text form.
 perfdojo.kernel @buffer_name_not_identifier {
-  // expected-error @+1 {{'perfdojo.buffer' op name 'x.y' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)}}
+  // expected-error @+1 {{'perfdojo.buffer' op name 'x.y' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)}}
   perfdojo.buffer out x.y f32 [4] heap
 }
 
@@ -274,7 +287,7 @@ perfdojo.kernel @too_many_elements {
 
 // A reuse factor list whose length differs from the rank (generic form).
 perfdojo.kernel @reuse_rank_mismatch {
-  // expected-error @+1 {{'perfdojo.buffer' op 'y' has 1 reuse factors for 2 dimensions}}
+  // expected-error @+1 {{'perfdojo.buffer' op 'y' has 1 reuse factor for 2 dimensions}}
   "perfdojo.buffer"() <{arrays = ["y"], element_type = f32, location = #perfdojo<location heap>, reuse = array<i64: 0>, role = #perfdojo<role out>, shape = array<i64: 4, 4>, sym_name = "y"}> : () -> ()
 }
 
@@ -322,7 +335,7 @@ perfdojo.kernel @reuse_larger_than_size {
 // A negative reuse factor.
 perfdojo.kernel @reuse_negative {
   perfdojo.buffer out y f32 [8] heap
-  // expected-error @+1 {{'perfdojo.buffer' op reuse factor -1 of dimension 0 of 't' must be between 1 and its size 8 (exclusive)}}
+  // expected-error @+1 {{custom op 'perfdojo.buffer' reuse factor must be at least 1, found -1}}
   perfdojo.buffer tmp t f32 [8:-1] heap
   perfdojo.compute y[0] = 0.0
 }
@@ -762,7 +775,7 @@ perfdojo.kernel @arity_fma {
 // A copy without an input (generic form).
 perfdojo.kernel @arity_copy_generic {
   perfdojo.buffer out y f32 [4] heap
-  // expected-error @+1 {{'perfdojo.compute' op 'copy' expects 1 inputs, found 0}}
+  // expected-error @+1 {{'perfdojo.compute' op 'copy' expects 1 input, found 0}}
   "perfdojo.compute"() <{inputs = [], kind = #perfdojo<kind copy>, out = #perfdojo.access<y[0]>, reduction = #perfdojo<reduction none>}> : () -> ()
 }
 
@@ -831,7 +844,7 @@ perfdojo.kernel @buffer_name_is_not_array {
 perfdojo.kernel @rank_mismatch_input {
   perfdojo.buffer in x f32 [4, 4] heap
   perfdojo.buffer out y f32 [4] heap
-  // expected-error @+1 {{'perfdojo.compute' op input #0 indexes 'x' with 1 indices but the array has rank 2}}
+  // expected-error @+1 {{'perfdojo.compute' op input #0 indexes 'x' with 1 index but the array has rank 2}}
   perfdojo.compute y[0] = x[0]
 }
 
@@ -909,7 +922,7 @@ perfdojo.kernel @index_without_scope {
 perfdojo.kernel @iteration_variable_too_deep {
   perfdojo.buffer out y f32 [4] heap
   perfdojo.scope 4 {
-    // expected-error @+1 {{'perfdojo.compute' op input #1 uses the variable of scope {1} but the operation is nested in 1 scopes}}
+    // expected-error @+1 {{'perfdojo.compute' op input #1 uses the variable of scope {1} but the operation is nested in 1 scope}}
     perfdojo.compute y[{0}] = add({0}, {1})
   }
 }
@@ -1012,7 +1025,7 @@ perfdojo.kernel @constant_too_small_for_i16 {
 // 2^63 does not fit in i64.
 perfdojo.kernel @constant_too_large_for_i64 {
   perfdojo.buffer out y i64 [4] heap
-  // expected-error @+1 {{'perfdojo.compute' op input #0 constant 9.223372036854776e+18 is not representable in 'i64'}}
+  // expected-error @+1 {{custom op 'perfdojo.compute' integer constant 9223372036854775807 is not exact in f64 (at most 2^53)}}
   perfdojo.compute y[0] = 9223372036854775807
 }
 
@@ -1061,4 +1074,75 @@ perfdojo.kernel @iter_as_output {
   perfdojo.buffer out y f32 [4] heap
   // expected-error @+1 {{invalid properties {inputs = [], kind = #perfdojo<kind copy>, out = #perfdojo.iter<0>, reduction = #perfdojo<reduction none>} for op perfdojo.compute: Invalid attribute `out` in property conversion: #perfdojo.iter<0>}}
   "perfdojo.compute"() <{inputs = [], kind = #perfdojo<kind copy>, out = #perfdojo.iter<0>, reduction = #perfdojo<reduction none>}> : () -> ()
+}
+
+// -----
+
+// An array may not be called `inf` or `nan`: those spell constants.
+perfdojo.kernel @array_named_inf {
+  // expected-error @+1 {{'perfdojo.buffer' op name 'inf' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)}}
+  perfdojo.buffer in inf f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.compute y[0] = 0.0
+}
+
+// -----
+
+// Kernel names are identifiers too, so that the text form can spell them.
+// expected-error @+1 {{'perfdojo.kernel' op name 'a b' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)}}
+perfdojo.kernel @"a b" {
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.compute y[0] = 0.0
+}
+
+// -----
+
+// A reuse factor of 0 is not a reuse factor.
+perfdojo.kernel @reuse_zero {
+  // expected-error @+1 {{custom op 'perfdojo.buffer' reuse factor must be at least 1, found 0}}
+  perfdojo.buffer tmp t f32 [4:0] heap
+}
+
+// -----
+
+// INT64_MIN has no negation, so no index coefficient may reach it.
+perfdojo.kernel @index_coefficient_int64_min {
+  perfdojo.buffer in x f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 1 {
+    // expected-error @+1 {{index expression overflows 64-bit integers}}
+    perfdojo.compute y[-{0} * 9223372036854775807 - {0}] = x[0]
+  }
+}
+
+// -----
+
+// Index ranges beyond 64 bits are reported exactly.
+perfdojo.kernel @index_range_beyond_int64 {
+  perfdojo.buffer in x f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 4 {
+    // expected-error @+1 {{'perfdojo.compute' op output index 0 of 'y' ranges over [0, 27670116110564327421] but the dimension has size 4}}
+    perfdojo.compute y[{0} * 9223372036854775807] = x[0]
+  }
+}
+
+// -----
+
+// An integer constant beyond 2^53 is not exact in its f64 storage.
+perfdojo.kernel @integer_constant_inexact {
+  perfdojo.buffer out y i64 [4] heap
+  // expected-error @+1 {{custom op 'perfdojo.compute' integer constant 9007199254740993 is not exact in f64 (at most 2^53)}}
+  perfdojo.compute y[0] = 9007199254740993
+}
+
+// -----
+
+// '-' before an iteration variable: negation is spelled neg(...).
+perfdojo.kernel @minus_before_iter {
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 4 {
+    // expected-error @+1 {{custom op 'perfdojo.compute' '-' must be followed by a number; negate a value with neg(...)}}
+    perfdojo.compute y[{0}] = -{0}
+  }
 }

@@ -4,7 +4,8 @@
 // Round trips of the perfdojo custom assembly: the printed form reparses to
 // the same kernel, directly and through the generic form. Non-canonical input
 // (index term order, parentheses, number spelling, a redundant `-> name`) is
-// printed in canonical form.
+// printed in canonical form, also inside generic #perfdojo.access
+// attributes.
 
 // Buffers: every role, element type and location, reuse factors, the
 // `-> a, b` array tail and the largest dimension size (2^40).
@@ -20,9 +21,10 @@
 // CHECK-NEXT:    perfdojo.buffer tmp h i64 [1099511627776:1099511627775] heap{{$}}
 // CHECK-NEXT:    perfdojo.buffer tmp u f32 [4] heap{{$}}
 // CHECK-NEXT:    perfdojo.buffer tmp v f32 [4] heap -> v_1, _v2, V3{{$}}
+// CHECK-NEXT:    perfdojo.buffer tmp w f32 [4] heap -> w0 {note = "kept"}{{$}}
 // CHECK-NEXT:    perfdojo.compute c[0] = cast(a[0])
 // CHECK-NEXT:    perfdojo.compute d0[7, 15] = 1.0
-// CHECK-NEXT:    perfdojo.compute d1[0, 0] = 2.0
+// CHECK-NEXT:    perfdojo.compute d1[0, 0] = 2.0 {note = "kept"}{{$}}
 // CHECK-NEXT:  }
 perfdojo.kernel @buffers {
   perfdojo.buffer in a f16 [8] heap
@@ -35,9 +37,10 @@ perfdojo.kernel @buffers {
   perfdojo.buffer tmp h i64 [1099511627776:1099511627775] heap
   perfdojo.buffer tmp u f32 [4] heap -> u
   perfdojo.buffer tmp v f32 [4] heap -> v_1, _v2, V3
+  perfdojo.buffer tmp w f32 [4] heap -> w0 {note = "kept"}
   perfdojo.compute c[0] = cast(a[0])
   perfdojo.compute d0[7, 15] = 1
-  perfdojo.compute d1[0, 0] = 2.0
+  perfdojo.compute d1[0, 0] = 2.0 {note = "kept"}
 }
 
 // Scopes: sequential and every mapping, nested as the mapping rules allow
@@ -298,6 +301,7 @@ perfdojo.kernel @reductions {
 // CHECK-NEXT:        perfdojo.compute y[5] = x[{0}, {1}]
 // CHECK-NEXT:        perfdojo.compute y[{1}] = x[0, 0]
 // CHECK-NEXT:        perfdojo.compute y[0] = x[0, 0]
+// CHECK-NEXT:        perfdojo.compute y[{0} * 62 + {1} + 3] = mul(x[{0}, -{1} + 63], {1})
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
@@ -314,6 +318,7 @@ perfdojo.kernel @indices {
       perfdojo.compute y[{0} - {0} + 5] = x[{0}, {1} - 1 + 1]
       perfdojo.compute y[{1} + {0} * 0] = x[0 * {1}, 0]
       perfdojo.compute y[0] = x[{0} * 9223372036854775807 - {0} * 9223372036854775807, 0]
+      "perfdojo.compute"() <{inputs = [#perfdojo.access<x[{0}, 63 - {1}]>, #perfdojo.iter<1>], kind = #perfdojo<kind mul>, out = #perfdojo.access<y[{1} + 3 + 62 * {0}]>, reduction = #perfdojo<reduction none>}> : () -> ()
     }
   }
 }
@@ -341,7 +346,7 @@ perfdojo.kernel @indices {
 // CHECK-NEXT:    perfdojo.compute i[1] = -128.0
 // CHECK-NEXT:    perfdojo.compute i[2] = add(i[2], -1.0)
 // CHECK-NEXT:    perfdojo.compute l[0] = 9007199254740992.0
-// CHECK-NEXT:    perfdojo.compute l[1] = -9.223372036854776e+18
+// CHECK-NEXT:    perfdojo.compute l[1] = -9007199254740992.0
 // CHECK-NEXT:    perfdojo.compute s[0] = 32767.0
 // CHECK-NEXT:    perfdojo.compute s[1] = -32768.0
 // CHECK:         perfdojo.scope 8 {
@@ -375,7 +380,7 @@ perfdojo.kernel @operands {
   perfdojo.compute i[1] = -128
   perfdojo.compute i[2] = add(i[2], -1)
   perfdojo.compute l[0] = 9007199254740992
-  perfdojo.compute l[1] = -9223372036854775807
+  perfdojo.compute l[1] = -9007199254740992
   perfdojo.compute s[0] = 32767
   perfdojo.compute s[1] = -32768
   perfdojo.scope 8 {
@@ -385,5 +390,17 @@ perfdojo.kernel @operands {
       perfdojo.compute y[{1}] = fma({0}, {1}, 0.5)
       perfdojo.compute y[{1}] = select({1}, y[{1}], {0})
     }
+  }
+}
+
+// A sequential scope keeps its extra attributes through the round trip.
+// CHECK-LABEL: perfdojo.kernel @seq_scope_attributes
+// CHECK-NEXT:    perfdojo.buffer out y f32 [4] heap
+// CHECK-NEXT:    perfdojo.scope 4 attributes {note = "kept"} {
+// CHECK-NEXT:      perfdojo.compute y[{0}] = 0.0
+perfdojo.kernel @seq_scope_attributes {
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 4 attributes {note = "kept"} {
+    perfdojo.compute y[{0}] = 0.0
   }
 }
