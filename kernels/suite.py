@@ -42,7 +42,8 @@ GEMM_BETA = 0.5
 
 def num(value):
     """Spells a constant canonically: the shortest C ``%.{p}g`` (p in 1..17)
-    that reads back to the same double; ``inf``, ``-inf``, ``nan``."""
+    that reads back to the same double, or the integer's plain digits when
+    those are no longer; ``inf``, ``-inf``, ``nan``."""
     value = float(value)
     if value != value:
         return "nan"
@@ -50,11 +51,18 @@ def num(value):
         return "inf"
     if value == float("-inf"):
         return "-inf"
+    text = "%.17g" % value
     for precision in range(1, 18):
         text = "%.*g" % (precision, value)
         if float(text) == value:
-            return text
-    return "%.17g" % value
+            break
+    # An integer written out in full is shorter than its exponent form
+    # ("100", not "1e+02"); on a tie the plain digits win.
+    if value == int(value) and abs(value) < 1e17:
+        plain = "%.0f" % value
+        if len(plain) <= len(text):
+            return plain
+    return text
 
 
 class Kernel:

@@ -22,11 +22,11 @@ struct InterpretPass
   void runOnOperation() override {
     WalkResult result = getOperation().walk([&](KernelOp kernel) {
       FailureOr<std::unique_ptr<Interpreter>> interp =
-          Interpreter::create(kernel, maxMiB << 20);
+          Interpreter::create(kernel, Interpreter::mebibytes(maxMiB));
       if (failed(interp))
         return WalkResult::interrupt();
       (*interp)->fillInputs(seed);
-      if (failed((*interp)->run()))
+      if (failed((*interp)->run(maxOps)))
         return WalkResult::interrupt();
       std::string text;
       llvm::raw_string_ostream os(text);

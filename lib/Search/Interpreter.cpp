@@ -79,7 +79,7 @@ struct Interpreter::Impl {
   std::vector<CompiledOp> ops;
   std::vector<Node> roots;
   SmallVector<int64_t, 16> iv;
-  uint64_t executed = 0;
+  uint64_t executed = 0, maxOperations = 0;
   bool hadError = false;
 
   CompiledAccess compileAccess(AccessAttr access) {
@@ -304,7 +304,9 @@ struct Interpreter::Impl {
   }
 
   LogicalResult execute(const CompiledOp &op, unsigned depth) {
-    ++executed;
+    if (++executed > maxOperations)
+      return fail(op, "would exceed the limit of " + Twine(maxOperations) +
+                          " executed operations (raise it with --max-ops)");
     Scalar a, b, c, result;
     bool f = op.isFloat;
     switch (op.kind) {
@@ -469,8 +471,9 @@ Interpreter::create(KernelOp kernel, uint64_t maxBytes) {
   }
   if (bytes > (__int128)maxBytes)
     return kernel.emitOpError("needs ")
-           << (uint64_t)(bytes >> 20) << " MiB to interpret, more than the "
-           << (maxBytes >> 20) << " MiB allowed";
+           << (uint64_t)((bytes + (1 << 20) - 1) >> 20)
+           << " MiB to interpret, more than the " << (maxBytes >> 20)
+           << " MiB allowed (raise it with --max-mib)";
   for (BufferData &b : impl->buffers) {
     int64_t n = 1;
     for (int64_t s : b.stored)
@@ -507,8 +510,9 @@ void Interpreter::fillInputs(uint64_t seed) {
   }
 }
 
-LogicalResult Interpreter::run() {
+LogicalResult Interpreter::run(uint64_t maxOperations) {
   impl->executed = 0;
+  impl->maxOperations = maxOperations;
   return impl->executeNodes(impl->roots, 0);
 }
 

@@ -1,17 +1,62 @@
 //===- pd-opt.cpp - PerfDojo optimizer driver -----------------------------===//
 //
-// mlir-opt with the perfdojo dialect and every PerfDojo pass registered.
+// mlir-opt with the perfdojo dialect and every PerfDojo pass registered. The
+// input is checked for absurd nesting before MLIR's recursive parser sees it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Support/InputChecks.h"
+#include "PerfDojo/Support/ToolMain.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+
+static int runOpt(int argc, char **argv, DialectRegistry &registry) {
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
+      argc, argv, "PerfDojo optimizer driver\n", registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // These print and return without reading any input.
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &error);
+  if (!file) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (std::optional<std::string> tooDeep = perfdojo::checkInputNesting(
+          file->getBuffer(), file->getBufferIdentifier())) {
+    llvm::errs() << *tooDeep << "\n";
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
+}
 
 int main(int argc, char **argv) {
-  mlir::registerAllPerfDojoPasses();
-  mlir::DialectRegistry registry;
-  mlir::registerAllPerfDojo(registry);
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "PerfDojo optimizer driver\n", registry));
+  llvm::InitLLVM y(argc, argv);
+  std::vector<char *> args;
+  argv = perfdojo::withoutOpOnDiagnostic(argc, argv, args);
+  registerAllPerfDojoPasses();
+  DialectRegistry registry;
+  registerAllPerfDojo(registry);
+  return perfdojo::runWithLargeStack(
+      [&] { return runOpt(argc, argv, registry); });
 }

@@ -10,6 +10,8 @@
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Support/InputChecks.h"
+#include "PerfDojo/Support/ToolMain.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -52,6 +54,10 @@ static cl::opt<std::string>
     dumpDir("dump-dir", cl::desc("write every in and out buffer as "
                                  "<dir>/<buffer>.npy (float64 or int64)"),
             cl::init(""));
+static cl::opt<uint64_t>
+    maxOps("max-ops",
+           cl::desc("stop with an error after this many executed operations"),
+           cl::init(Interpreter::kDefaultMaxOperations));
 static cl::opt<uint64_t> maxMiB("max-mib",
                                 cl::desc("refuse kernels whose buffers need "
                                          "more memory than this (MiB)"),
@@ -64,8 +70,14 @@ static std::string shapeString(const BufferData &b) {
   return text + "]";
 }
 
+static int runTool(int argc, char **argv);
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  return runWithLargeStack([&] { return runTool(argc, argv); });
+}
+
+static int runTool(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "pd-run: load a PerfDojo kernel, interpret it and summarize its "
@@ -95,6 +107,13 @@ int main(int argc, char **argv) {
     format = StringRef(inputFilename).ends_with(".mlir") ? "mlir" : "pd";
   OwningOpRef<ModuleOp> module;
   if (format == "mlir") {
+    const llvm::MemoryBuffer *buffer =
+        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+    if (std::optional<std::string> tooDeep = checkInputNesting(
+            buffer->getBuffer(), buffer->getBufferIdentifier())) {
+      llvm::errs() << *tooDeep << "\n";
+      return 1;
+    }
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   } else if (format == "pd") {
     module = importTextForm(sourceMgr, &context);
@@ -144,12 +163,12 @@ int main(int argc, char **argv) {
     return 0;
 
   FailureOr<std::unique_ptr<Interpreter>> interp =
-      Interpreter::create(kernel, maxMiB << 20);
+      Interpreter::create(kernel, Interpreter::mebibytes(maxMiB));
   if (failed(interp))
     return 1;
   (*interp)->fillInputs(seed);
   auto start = std::chrono::steady_clock::now();
-  if (failed((*interp)->run()))
+  if (failed((*interp)->run(maxOps)))
     return 1;
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)

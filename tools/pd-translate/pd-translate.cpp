@@ -6,10 +6,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/Conversion/TextForm.h"
+#include "PerfDojo/Support/ToolMain.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  std::vector<char *> args;
+  argv = mlir::perfdojo::withoutOpOnDiagnostic(argc, argv, args);
   mlir::perfdojo::registerTextFormTranslations();
-  return mlir::failed(
-      mlir::mlirTranslateMain(argc, argv, "PerfDojo text form translator"));
+  return mlir::perfdojo::runWithLargeStack([&] {
+    return mlir::failed(
+        mlir::mlirTranslateMain(argc, argv, "PerfDojo text form translator"));
+  });
 }

@@ -57,6 +57,10 @@ public:
   /// when its buffers need more than `maxBytes` of memory.
   static FailureOr<std::unique_ptr<Interpreter>>
   create(KernelOp kernel, uint64_t maxBytes = uint64_t(8) << 30);
+  /// `mib` MiB in bytes, saturating instead of overflowing.
+  static uint64_t mebibytes(uint64_t mib) {
+    return mib >= (uint64_t(1) << 44) ? ~uint64_t(0) : mib << 20;
+  }
   ~Interpreter();
 
   /// Fills every `in` buffer from a seeded generator: floats uniform in
@@ -65,8 +69,12 @@ public:
   void fillInputs(uint64_t seed);
 
   /// Runs the kernel once. Fails with a diagnostic at the operation that
-  /// read an unwritten element, divided by zero, etc.
-  LogicalResult run();
+  /// read an unwritten element, divided by zero, etc., or that would exceed
+  /// `maxOperations` executed operations.
+  LogicalResult run(uint64_t maxOperations = kDefaultMaxOperations);
+
+  /// Default bound on executed operations: a few minutes of interpretation.
+  static constexpr uint64_t kDefaultMaxOperations = uint64_t(4) << 30;
 
   /// Number of compute operations executed by run().
   uint64_t getExecutedOperations() const;

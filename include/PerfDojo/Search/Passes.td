@@ -25,7 +25,9 @@ def InterpretPass : Pass<"pd-interpret", "::mlir::ModuleOp"> {
     Option<"seed", "seed", "uint64_t", "1",
            "seed of the input generator">,
     Option<"maxMiB", "max-mib", "uint64_t", "8192",
-           "refuse kernels whose buffers need more memory than this (MiB)">
+           "refuse kernels whose buffers need more memory than this (MiB)">,
+    Option<"maxOps", "max-ops", "uint64_t", "4294967296",
+           "fail a kernel that would execute more operations than this">
   ];
 }
 

@@ -186,8 +186,13 @@ OwningOpRef<ModuleOp> Importer::run() {
       result = parseHeader(lex);
     else if (!kernel)
       result = expected(lex, "'kernel NAME' to start a kernel");
-    else if (word == "in" || word == "out" || word == "tmp")
+    else if ((word == "in" || word == "out" || word == "tmp") &&
+             (lex.peek(word.size()) == ' ' || lex.peek(word.size()) == '\t'))
       result = parseBuffer(lex);
+    else if (!word.empty() && lex.line.substr(start + word.size()).ltrim(" \t")
+                                  .front() != '[')
+      result = expected(lex, "a buffer role (in, out, tmp), a scope size, "
+                             "'|' or an output access");
     else
       result = parseBody(lex);
     if (mlir::failed(result) || failed)
@@ -323,8 +328,10 @@ LogicalResult Importer::parseBody(LineLexer &lex) {
       }
       if (depth >= chain.size()) {
         error(lex, pos) << "'|' at depth " << depth
-                        << " has no scope to continue; the line above reaches "
-                        << "depth " << chain.size();
+                        << " has no scope to continue; the line above is "
+                           "nested in "
+                        << chain.size()
+                        << (chain.size() == 1 ? " scope" : " scopes");
         return failure();
       }
       ++lex.pos;
@@ -532,6 +539,14 @@ LogicalResult Importer::parseNumber(LineLexer &lex, bool negative,
                         << " is out of the range of f64";
       return failure();
     }
+    // A nonzero literal that reads as zero underflowed.
+    StringRef mantissa = StringRef(literal).take_until(
+        [](char c) { return c == 'e' || c == 'E'; });
+    if (value == 0 && mantissa.find_first_of("123456789") != StringRef::npos) {
+      error(lex, start) << "constant " << literal
+                        << " underflows to zero in f64";
+      return failure();
+    }
     lex.pos = end;
     if (llvm::isAlnum(lex.peek()) || lex.peek() == '_' || lex.peek() == '.')
       return expected(lex, "an operator or the end of the number");
@@ -630,7 +645,8 @@ LogicalResult Importer::parseStatement(LineLexer &lex, Block &block) {
       return expected(lex, "',' or ')' in the argument list");
     if (inputs.size() != getArity(kind)) {
       error(lex, exprPos) << "'" << word << "' takes " << getArity(kind)
-                          << " arguments, found " << inputs.size();
+                          << (getArity(kind) == 1 ? " argument" : " arguments")
+                          << ", found " << inputs.size();
       return failure();
     }
   } else {

@@ -2,6 +2,8 @@
 
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/Support/InputChecks.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -15,12 +17,24 @@ void mlir::perfdojo::registerTextFormTranslations() {
         return OwningOpRef<Operation *>(
             importTextForm(sourceMgr, context).release());
       });
-  TranslateFromMLIRRegistration exportPd(
+  // A raw translation, so that the input is checked for absurd nesting
+  // before MLIR's recursive parser reads it.
+  TranslateRegistration exportPd(
       "export-pd", "export perfdojo kernels in the PerfDojo text form",
-      [](Operation *op, raw_ostream &output) {
-        return exportTextForm(op, output);
-      },
-      [](DialectRegistry &registry) {
-        registry.insert<PerfDojoDialect>();
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         raw_ostream &output, MLIRContext *context) -> LogicalResult {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
+        if (std::optional<std::string> tooDeep = checkInputNesting(
+                buffer->getBuffer(), buffer->getBufferIdentifier())) {
+          llvm::errs() << *tooDeep << "\n";
+          return failure();
+        }
+        context->loadDialect<PerfDojoDialect>();
+        OwningOpRef<ModuleOp> module =
+            parseSourceFile<ModuleOp>(*sourceMgr, ParserConfig(context));
+        if (!module)
+          return failure();
+        return exportTextForm(module->getOperation(), output);
       });
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -136,7 +137,15 @@ std::string mlir::perfdojo::formatConstant(double value) {
     if (std::strtod(buf, nullptr) == value)
       break;
   }
-  return buf;
+  std::string text = buf;
+  // An integer written out in full is shorter than its exponent form
+  // ("100", not "1e+02"); on a tie the plain digits win.
+  if (value == std::trunc(value) && std::fabs(value) < 1e17) {
+    std::snprintf(buf, sizeof(buf), "%.0f", value);
+    if (std::strlen(buf) <= text.size())
+      return buf;
+  }
+  return text;
 }
 
 void mlir::perfdojo::printAccess(raw_ostream &os, AccessAttr access,

@@ -19,11 +19,12 @@ using namespace mlir::perfdojo;
 #include "PerfDojo/Dialect/PerfDojo/PerfDojoOps.cpp.inc"
 
 /// True if `name` is an identifier of the text form, [A-Za-z_][A-Za-z0-9_]*,
-/// other than the constants `inf` and `nan`.
+/// other than the reserved words inf, nan, in, out, tmp and kernel.
 static bool isIdentifier(StringRef name) {
   if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
     return false;
-  if (name == "inf" || name == "nan")
+  // Constants, and the words that start text-form lines, are not names.
+  if (llvm::is_contained({"inf", "nan", "in", "out", "tmp", "kernel"}, name))
     return false;
   return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
@@ -60,9 +61,13 @@ static SmallVector<int64_t> getEnclosingExtents(Operation *op) {
   return extents;
 }
 
-static unsigned countEnclosingScopes(Operation *op) {
+/// Number of scopes enclosing `op`, counting at most `limit` (verifiers pass
+/// kMaxNestDepth + 1 so that a hostile nest costs linear, not quadratic,
+/// time to reject).
+static unsigned countEnclosingScopes(Operation *op,
+                                     unsigned limit = ~0u) {
   unsigned depth = 0;
-  for (Operation *p = op->getParentOp(); p && isa<ScopeOp>(p);
+  for (Operation *p = op->getParentOp(); p && isa<ScopeOp>(p) && depth < limit;
        p = p->getParentOp())
     ++depth;
   return depth;
@@ -71,6 +76,9 @@ static unsigned countEnclosingScopes(Operation *op) {
 //===----------------------------------------------------------------------===//
 // KernelOp
 //===----------------------------------------------------------------------===//
+
+static LogicalResult
+verifyAgainstBuffers(ComputeOp op, const llvm::StringMap<BufferOp> &arrays);
 
 BufferOp KernelOp::lookupArray(StringRef array) {
   for (BufferOp buffer : getBuffers())
@@ -84,7 +92,7 @@ LogicalResult KernelOp::verifyRegions() {
   if (!isIdentifier(getSymName()))
     return emitOpError("name '")
            << getSymName()
-           << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)";
+           << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not a reserved word)";
   llvm::StringMap<BufferOp> buffers, arrays;
   bool seenTree = false, hasOutput = false;
   for (Operation &op : getBodyBlock()) {
@@ -120,12 +128,18 @@ LogicalResult KernelOp::verifyRegions() {
   if (!hasOutput)
     return emitOpError("'") << getSymName() << "' has no output buffer";
 
-  // Every output buffer must be written somewhere.
+  // Every access against the buffers, with one map for the whole kernel;
+  // and every output buffer must be written somewhere.
   llvm::StringSet<> written;
-  walk([&](ComputeOp compute) {
-    if (BufferOp b = lookupArray(compute.getOut().getArray().getValue()))
+  WalkResult checked = walk([&](ComputeOp compute) {
+    if (failed(verifyAgainstBuffers(compute, arrays)))
+      return WalkResult::interrupt();
+    if (BufferOp b = arrays.lookup(compute.getOut().getArray().getValue()))
       written.insert(b.getSymName());
+    return WalkResult::advance();
   });
+  if (checked.wasInterrupted())
+    return failure();
   for (BufferOp buffer : getBuffers())
     if (buffer.isOutput() && !written.contains(buffer.getSymName()))
       return buffer.emitOpError("output buffer '")
@@ -252,7 +266,7 @@ LogicalResult BufferOp::verify() {
   if (!isIdentifier(getSymName()))
     return emitOpError("name '")
            << getSymName()
-           << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)";
+           << "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not a reserved word)";
   if (!isSupportedElementType(getElementType()))
     return emitOpError("element type ")
            << getElementType()
@@ -341,8 +355,17 @@ ParseResult ScopeOp::parse(OpAsmParser &parser, OperationState &result) {
                               : parser.parseOptionalAttrDictWithKeyword(
                                     result.attributes))
     return failure();
+  // MLIR's parser recurses into regions; refuse nests the verifier would
+  // refuse anyway before they can exhaust the stack.
+  static thread_local unsigned nesting = 0;
+  if (nesting >= kMaxNestDepth)
+    return parser.emitError(parser.getCurrentLocation(), "scope nest deeper ")
+           << "than " << kMaxNestDepth << " levels";
   Region *body = result.addRegion();
-  if (parser.parseRegion(*body))
+  ++nesting;
+  ParseResult parsed = parser.parseRegion(*body);
+  --nesting;
+  if (parsed)
     return failure();
   if (body->empty())
     body->emplaceBlock();
@@ -368,7 +391,7 @@ LogicalResult ScopeOp::verify() {
   if (getSize() > kMaxExtent)
     return emitOpError("size ") << getSize() << " exceeds the maximum of "
                                 << kMaxExtent;
-  unsigned depth = getDepth();
+  unsigned depth = countEnclosingScopes(*this, kMaxNestDepth);
   if (depth >= kMaxNestDepth)
     return emitOpError("is nested ")
            << depth + 1 << " scopes deep; at most " << kMaxNestDepth
@@ -525,10 +548,11 @@ void ComputeOp::print(OpAsmPrinter &p) {
 /// Checks that `access` names a declared array of matching rank whose
 /// indices refer only to enclosing scopes and stay within bounds. Returns the
 /// buffer, or null after emitting an error.
-static BufferOp verifyAccess(ComputeOp op, KernelOp kernel, AccessAttr access,
-                             ArrayRef<int64_t> extents, StringRef what) {
+static BufferOp verifyAccess(ComputeOp op, const llvm::StringMap<BufferOp> &arrays,
+                             AccessAttr access, ArrayRef<int64_t> extents,
+                             StringRef what) {
   StringRef array = access.getArray().getValue();
-  BufferOp buffer = kernel.lookupArray(array);
+  BufferOp buffer = arrays.lookup(array);
   if (!buffer) {
     op.emitOpError(what) << " uses unknown array '" << array << "'";
     return nullptr;
@@ -562,57 +586,32 @@ static BufferOp verifyAccess(ComputeOp op, KernelOp kernel, AccessAttr access,
 }
 
 LogicalResult ComputeOp::verify() {
-  KernelOp kernel = getKernel();
-  if (!kernel)
+  if (!getKernel())
     return emitOpError("must be nested in a perfdojo.kernel");
-  SmallVector<int64_t> extents = getEnclosingExtents(*this);
+  // Too deep a nest is reported by its scopes.
+  unsigned depth = countEnclosingScopes(*this, kMaxNestDepth + 1);
+  if (depth > kMaxNestDepth)
+    return failure();
   OpKind kind = getKind();
   ArrayAttr inputs = getInputs();
   if (inputs.size() != getArity(kind))
     return emitOpError("'") << stringifyOpKind(kind) << "' expects "
                             << count(getArity(kind), "input", "inputs")
                             << ", found " << inputs.size();
-
   if (kind == OpKind::neg && isa<FloatAttr>(inputs[0]))
     return emitOpError("negates the constant ")
            << formatConstant(cast<FloatAttr>(inputs[0]).getValueAsDouble())
            << "; copy the negated constant instead";
-
-  BufferOp outBuffer = verifyAccess(*this, kernel, getOut(), extents, "output");
-  if (!outBuffer)
-    return failure();
-  if (outBuffer.isInput())
-    return emitOpError("writes to array '")
-           << getOut().getArray().getValue() << "' of input buffer '"
-           << outBuffer.getSymName() << "'";
-  Type computeType = outBuffer.getElementType();
-  if (isFloatOnly(kind) && !isa<FloatType>(computeType))
-    return emitOpError("'") << stringifyOpKind(kind)
-                            << "' needs a floating-point output, found "
-                            << computeType;
-
   for (auto [i, input] : llvm::enumerate(inputs)) {
     std::string what = "input #" + std::to_string(i);
-    // The type this input must have: the computation type, except for the
-    // input of a cast and the condition of a select.
-    bool anyType = kind == OpKind::cast || (kind == OpKind::select && i == 0);
-    if (auto access = dyn_cast<AccessAttr>(input)) {
-      BufferOp buffer = verifyAccess(*this, kernel, access, extents, what);
-      if (!buffer)
-        return failure();
-      if (!anyType && buffer.getElementType() != computeType)
-        return emitOpError(what)
-               << " '" << access.getArray().getValue() << "' has element type "
-               << buffer.getElementType() << " but the operation computes in "
-               << computeType << " (the type of its output)";
+    if (isa<AccessAttr>(input))
       continue;
-    }
     if (auto iter = dyn_cast<IterAttr>(input)) {
-      if (iter.getDepth() >= extents.size())
+      if (iter.getDepth() >= depth)
         return emitOpError(what)
                << " uses the variable of scope {" << iter.getDepth()
                << "} but the operation is nested in "
-               << count(extents.size(), "scope", "scopes");
+               << count(depth, "scope", "scopes");
       continue;
     }
     auto cst = dyn_cast<FloatAttr>(input);
@@ -620,13 +619,55 @@ LogicalResult ComputeOp::verify() {
       return emitOpError(what) << " must be an array access, an iteration "
                                   "variable or an f64 constant, found "
                                << input;
-    if (!anyType && isa<IntegerType>(computeType)) {
+  }
+  // Accesses and types are checked against the buffers by the kernel, which
+  // maps array names to buffers once (verifyAgainstBuffers).
+  return success();
+}
+
+/// The checks of a compute operation that need the kernel's buffers: every
+/// access resolves, has the right rank and stays in bounds; no input buffer
+/// is written; operand types match the output's.
+static LogicalResult
+verifyAgainstBuffers(ComputeOp op, const llvm::StringMap<BufferOp> &arrays) {
+  SmallVector<int64_t> extents = getEnclosingExtents(op);
+  OpKind kind = op.getKind();
+  BufferOp outBuffer = verifyAccess(op, arrays, op.getOut(), extents, "output");
+  if (!outBuffer)
+    return failure();
+  if (outBuffer.isInput())
+    return op.emitOpError("writes to array '")
+           << op.getOut().getArray().getValue() << "' of input buffer '"
+           << outBuffer.getSymName() << "'";
+  Type computeType = outBuffer.getElementType();
+  if (isFloatOnly(kind) && !isa<FloatType>(computeType))
+    return op.emitOpError("'") << stringifyOpKind(kind)
+                               << "' needs a floating-point output, found "
+                               << computeType;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    std::string what = "input #" + std::to_string(i);
+    // The type this input must have: the computation type, except for the
+    // input of a cast and the condition of a select.
+    bool anyType = kind == OpKind::cast || (kind == OpKind::select && i == 0);
+    if (auto access = dyn_cast<AccessAttr>(input)) {
+      BufferOp buffer = verifyAccess(op, arrays, access, extents, what);
+      if (!buffer)
+        return failure();
+      if (!anyType && buffer.getElementType() != computeType)
+        return op.emitOpError(what)
+               << " '" << access.getArray().getValue() << "' has element type "
+               << buffer.getElementType() << " but the operation computes in "
+               << computeType << " (the type of its output)";
+      continue;
+    }
+    auto cst = dyn_cast<FloatAttr>(input);
+    if (cst && !anyType && isa<IntegerType>(computeType)) {
       double v = cst.getValueAsDouble();
       unsigned width = computeType.getIntOrFloatBitWidth();
       double limit = std::ldexp(1.0, width - 1);
       if (!std::isfinite(v) || v != std::trunc(v) || v < -limit ||
           v >= limit || std::fabs(v) > 0x1p53)
-        return emitOpError(what)
+        return op.emitOpError(what)
                << " constant " << formatConstant(v)
                << " is not representable in " << computeType
                << " (integer constants are exact up to 2^53)";

@@ -188,7 +188,7 @@ perfdojo.kernel @iter_depth_out_of_range {
 
 // A buffer name that is not an identifier of the text form.
 perfdojo.kernel @buffer_name_not_identifier {
-  // expected-error @+1 {{'perfdojo.buffer' op name 'x.y' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)}}
+  // expected-error @+1 {{'perfdojo.buffer' op name 'x.y' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not a reserved word)}}
   perfdojo.buffer out x.y f32 [4] heap
 }
 
@@ -554,7 +554,7 @@ perfdojo.kernel @nest_too_deep {
   perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 {
   perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 {
   perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 { perfdojo.scope 1 {
-  // expected-error @+1 {{'perfdojo.scope' op is nested 65 scopes deep; at most 64 are supported}}
+  // expected-error @+1 {{custom op 'perfdojo.scope' scope nest deeper than 64 levels}}
   perfdojo.scope 1 {
     perfdojo.compute y[0] = 0.0
   }
@@ -1080,7 +1080,7 @@ perfdojo.kernel @iter_as_output {
 
 // An array may not be called `inf` or `nan`: those spell constants.
 perfdojo.kernel @array_named_inf {
-  // expected-error @+1 {{'perfdojo.buffer' op name 'inf' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)}}
+  // expected-error @+1 {{'perfdojo.buffer' op name 'inf' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not a reserved word)}}
   perfdojo.buffer in inf f32 [4] heap
   perfdojo.buffer out y f32 [4] heap
   perfdojo.compute y[0] = 0.0
@@ -1089,7 +1089,7 @@ perfdojo.kernel @array_named_inf {
 // -----
 
 // Kernel names are identifiers too, so that the text form can spell them.
-// expected-error @+1 {{'perfdojo.kernel' op name 'a b' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not inf or nan)}}
+// expected-error @+1 {{'perfdojo.kernel' op name 'a b' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not a reserved word)}}
 perfdojo.kernel @"a b" {
   perfdojo.buffer out y f32 [4] heap
   perfdojo.compute y[0] = 0.0
@@ -1145,4 +1145,144 @@ perfdojo.kernel @minus_before_iter {
     // expected-error @+1 {{custom op 'perfdojo.compute' '-' must be followed by a number; negate a value with neg(...)}}
     perfdojo.compute y[{0}] = -{0}
   }
+}
+
+// -----
+
+// In the generic form the parser does not count nesting; the verifier
+// refuses the 65th scope.
+perfdojo.kernel @nest_too_deep_generic {
+  perfdojo.buffer out y f32 [1] heap
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+// expected-error @+1 {{'perfdojo.scope' op is nested 65 scopes deep; at most 64 are supported}}
+"perfdojo.scope"() <{mapping = #perfdojo<mapping seq>, size = 1 : i64}> ({
+  perfdojo.compute y[0] = 0.0
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
+}) : () -> ()
 }

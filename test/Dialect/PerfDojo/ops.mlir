@@ -331,7 +331,7 @@ perfdojo.kernel @indices {
 // CHECK-LABEL: perfdojo.kernel @operands {
 // CHECK:         perfdojo.compute y[0] = 0.5
 // CHECK-NEXT:    perfdojo.compute y[1] = 1.0e-05
-// CHECK-NEXT:    perfdojo.compute y[2] = 2.5e+03
+// CHECK-NEXT:    perfdojo.compute y[2] = 2500.0
 // CHECK-NEXT:    perfdojo.compute y[3] = -1.5
 // CHECK-NEXT:    perfdojo.compute y[4] = -inf
 // CHECK-NEXT:    perfdojo.compute y[5] = inf
