@@ -14,6 +14,9 @@ void mlir::perfdojo::registerTextFormTranslations() {
   TranslateToMLIRRegistration importPd(
       "import-pd", "import the PerfDojo text form into the perfdojo dialect",
       [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
+        // Diagnostics point at text-form lines; the generic form of the
+        // failing op would only repeat them.
+        context->printOpOnDiagnostic(false);
         return OwningOpRef<Operation *>(
             importTextForm(sourceMgr, context).release());
       });
@@ -31,6 +34,7 @@ void mlir::perfdojo::registerTextFormTranslations() {
           return failure();
         }
         context->loadDialect<PerfDojoDialect>();
+        context->printOpOnDiagnostic(false);
         OwningOpRef<ModuleOp> module =
             parseSourceFile<ModuleOp>(*sourceMgr, ParserConfig(context));
         if (!module)
