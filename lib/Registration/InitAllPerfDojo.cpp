@@ -3,6 +3,8 @@
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Search/Passes.h"
+#include "PerfDojo/Transforms/Move.h"
+#include "PerfDojo/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 
@@ -10,4 +12,8 @@ void mlir::registerAllPerfDojo(DialectRegistry &registry) {
   registry.insert<perfdojo::PerfDojoDialect, func::FuncDialect>();
 }
 
-void mlir::registerAllPerfDojoPasses() { perfdojo::registerPerfDojoSearchPasses(); }
+void mlir::registerAllPerfDojoPasses() {
+  perfdojo::registerAllMoves();
+  perfdojo::registerPerfDojoTransformsPasses();
+  perfdojo::registerPerfDojoSearchPasses();
+}

@@ -50,10 +50,29 @@ static int runOpt(int argc, char **argv, DialectRegistry &registry) {
   return 0;
 }
 
+/// `--pd-apply=<moves>` is shorthand for `--pd-apply="moves=<moves>"`, the
+/// pass option form that pass pipelines and mlir-opt plugins use.
+static void expandApplyShorthand(std::vector<char *> &args,
+                                 std::vector<std::string> &storage) {
+  storage.reserve(args.size());
+  for (char *&arg : args) {
+    llvm::StringRef text(arg);
+    if (!text.consume_front("--pd-apply=") && !text.consume_front("-pd-apply="))
+      continue;
+    if (text.starts_with("moves=") || text.starts_with("moves-file=") ||
+        text.starts_with("kernel="))
+      continue;
+    storage.push_back("--pd-apply=moves=" + text.str());
+    arg = storage.back().data();
+  }
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   std::vector<char *> args;
   argv = perfdojo::withoutOpOnDiagnostic(argc, argv, args);
+  std::vector<std::string> expanded;
+  expandApplyShorthand(args, expanded);
   registerAllPerfDojoPasses();
   DialectRegistry registry;
   registerAllPerfDojo(registry);

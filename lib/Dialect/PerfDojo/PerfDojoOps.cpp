@@ -328,6 +328,53 @@ LogicalResult BufferOp::verify() {
 // ScopeOp
 //===----------------------------------------------------------------------===//
 
+std::optional<std::string> mlir::perfdojo::getMappingViolation(
+    ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf) {
+  Mapping mapping = mappingOf(scope);
+  auto name = [](Mapping m) { return stringifyMapping(m).str(); };
+  if (mapping == Mapping::vector)
+    for (Operation &op : scope.getBodyBlock())
+      if (isa<ScopeOp>(op))
+        return std::string("with vector mapping may contain only operations, "
+                           "found a nested scope");
+  bool innerGpu = mapping == Mapping::grid || mapping == Mapping::block ||
+                  mapping == Mapping::warp;
+  unsigned grids = mapping == Mapping::grid, blocks = mapping == Mapping::block;
+  bool underGrid = false, underBlock = false;
+  for (Operation *p = scope->getParentOp();
+       auto parent = dyn_cast_or_null<ScopeOp>(p); p = p->getParentOp()) {
+    Mapping outer = mappingOf(parent);
+    bool outerGpu = outer == Mapping::grid || outer == Mapping::block ||
+                    outer == Mapping::warp;
+    if (mapping == Mapping::parallel && outerGpu)
+      return "with parallel mapping cannot be nested inside a " + name(outer) +
+             " scope";
+    if (innerGpu && outer == Mapping::parallel)
+      return "with " + name(mapping) +
+             " mapping cannot be nested inside a parallel scope";
+    if (mapping == Mapping::grid &&
+        (outer == Mapping::block || outer == Mapping::warp))
+      return "with grid mapping cannot be nested inside a " + name(outer) +
+             " scope";
+    if (mapping == Mapping::block && outer == Mapping::warp)
+      return std::string("with block mapping cannot be nested inside a warp "
+                         "scope");
+    grids += outer == Mapping::grid;
+    blocks += outer == Mapping::block;
+    underGrid |= outer == Mapping::grid;
+    underBlock |= outer == Mapping::block;
+  }
+  if (mapping == Mapping::block && !underGrid)
+    return std::string("with block mapping must be nested inside a grid scope");
+  if (mapping == Mapping::warp && !underBlock)
+    return std::string("with warp mapping must be nested inside a block scope");
+  if (grids > 3 || blocks > 3)
+    return "would be the " + std::to_string(std::max(grids, blocks)) +
+           "th nested " + (grids > 3 ? "grid" : "block") +
+           " scope; GPUs have at most 3 dimensions";
+  return std::nullopt;
+}
+
 unsigned ScopeOp::getDepth() { return countEnclosingScopes(*this); }
 
 // scope ::= integer mapping? attr-dict-with-keyword region
@@ -403,8 +450,7 @@ LogicalResult ScopeOp::verify() {
       return op.emitOpError("is not allowed in a perfdojo.scope; expected "
                             "perfdojo.scope or perfdojo.compute");
 
-  Mapping mapping = getMapping();
-  if (mapping == Mapping::vector) {
+  if (getMapping() == Mapping::vector) {
     for (Operation &op : getBodyBlock())
       if (isa<ScopeOp>(op))
         return emitOpError("with vector mapping may contain only "
@@ -412,46 +458,9 @@ LogicalResult ScopeOp::verify() {
                    .attachNote(op.getLoc())
                << "nested scope here";
   }
-  // Mapping rules along the chain of enclosing scopes.
-  unsigned grids = mapping == Mapping::grid, blocks = mapping == Mapping::block;
-  bool underGrid = false, underBlock = false;
-  for (Operation *p = (*this)->getParentOp(); auto parent = dyn_cast_or_null<ScopeOp>(p);
-       p = p->getParentOp()) {
-    Mapping outer = parent.getMapping();
-    bool outerGpu = outer == Mapping::grid || outer == Mapping::block ||
-                    outer == Mapping::warp;
-    bool innerGpu = mapping == Mapping::grid || mapping == Mapping::block ||
-                    mapping == Mapping::warp;
-    if (mapping == Mapping::parallel && outerGpu)
-      return emitOpError("with parallel mapping cannot be nested inside a ")
-             << stringifyMapping(outer) << " scope";
-    if (innerGpu && outer == Mapping::parallel)
-      return emitOpError("with ")
-             << stringifyMapping(mapping)
-             << " mapping cannot be nested inside a parallel scope";
-    if (mapping == Mapping::grid &&
-        (outer == Mapping::block || outer == Mapping::warp))
-      return emitOpError("with grid mapping cannot be nested inside a ")
-             << stringifyMapping(outer) << " scope";
-    if (mapping == Mapping::block && outer == Mapping::warp)
-      return emitOpError("with block mapping cannot be nested inside a warp "
-                         "scope");
-    grids += outer == Mapping::grid;
-    blocks += outer == Mapping::block;
-    underGrid |= outer == Mapping::grid;
-    underBlock |= outer == Mapping::block;
-  }
-  if (mapping == Mapping::block && !underGrid)
-    return emitOpError("with block mapping must be nested inside a grid "
-                       "scope");
-  if (mapping == Mapping::warp && !underBlock)
-    return emitOpError("with warp mapping must be nested inside a block "
-                       "scope");
-  if (grids > 3 || blocks > 3)
-    return emitOpError("would be the ")
-           << std::max(grids, blocks) << "th nested "
-           << (grids > 3 ? "grid" : "block")
-           << " scope; GPUs have at most 3 dimensions";
+  if (std::optional<std::string> violation = getMappingViolation(
+          *this, [](ScopeOp scope) { return scope.getMapping(); }))
+    return emitOpError(*violation);
   return success();
 }
 

@@ -56,6 +56,13 @@ void printAccess(raw_ostream &os, AccessAttr access, bool asmForm);
 /// assembly, constants always carry a `.` or an exponent).
 void printOperand(raw_ostream &os, Attribute operand, bool asmForm);
 
+/// The mapping rule `scope` breaks when every scope `s` has mapping
+/// `mappingOf(s)`, checked against its enclosing scopes (and, for vector, its
+/// children); std::nullopt when none. The verifier uses the scopes' own
+/// mappings; moves substitute the mapping they would set.
+std::optional<std::string>
+getMappingViolation(ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf);
+
 /// Maximum scope nesting depth accepted by the verifier and the text form.
 constexpr unsigned kMaxNestDepth = 64;
 /// Maximum size of a scope or a buffer dimension (2^40).

@@ -1,0 +1,67 @@
+//===- Moves.h - The move catalogue as free functions ------------*- C++ -*-===//
+//
+// Every move is a pair of free functions: `canX` is the pure legality check
+// (failure and a reason when it refuses) and `x` applies the move through the
+// rewriter, assuming the check passed. The Move registry, the passes, the
+// search and the bindings only call these.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_TRANSFORMS_MOVES_H
+#define PERFDOJO_TRANSFORMS_MOVES_H
+
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "mlir/IR/PatternMatch.h"
+#include <string>
+
+namespace mlir {
+namespace perfdojo {
+
+//===- Fusion and fission -------------------------------------------------===//
+
+/// Fuses `first` with the scope right after it (same size and mapping) into
+/// one scope whose body runs the first body, then the second.
+LogicalResult canJoinScopes(ScopeOp first, std::string &reason);
+void joinScopes(RewriterBase &rewriter, ScopeOp first);
+
+/// Splits `scope` after its child that holds `op`: the children up to that
+/// one stay, the rest move to a new scope of the same size right after.
+LogicalResult canSplitScope(ScopeOp scope, ComputeOp op, std::string &reason);
+ScopeOp splitScope(RewriterBase &rewriter, ScopeOp scope, ComputeOp op);
+
+//===- Reordering ---------------------------------------------------------===//
+
+/// Interchanges `outer` with the only scope in its body.
+LogicalResult canSwapNestedScopes(ScopeOp outer, std::string &reason);
+void swapNestedScopes(RewriterBase &rewriter, ScopeOp outer);
+
+/// Exchanges `first` (a scope or an operation) with its next sibling.
+LogicalResult canSwapWithNext(Operation *first, std::string &reason);
+void swapWithNext(RewriterBase &rewriter, Operation *first);
+
+//===- Tiling -------------------------------------------------------------===//
+
+/// Splits a scope of size N into N/tile scopes of `tile` nested inside;
+/// `tile` must divide N. Index {d} becomes {d}*tile+{d+1}.
+LogicalResult canTileScope(ScopeOp scope, int64_t tile, std::string &reason);
+ScopeOp tileScope(RewriterBase &rewriter, ScopeOp scope, int64_t tile);
+
+/// Tiling's inverse: merges `outer` with the only scope in its body when
+/// every index uses them as {d}*inner+{d+1}.
+LogicalResult canMergeScopes(ScopeOp outer, std::string &reason);
+void mergeScopes(RewriterBase &rewriter, ScopeOp outer);
+
+//===- Mappings -----------------------------------------------------------===//
+
+/// Gives a sequential `scope` the mapping `mapping` (unroll, parallel,
+/// vector, grid, block or warp).
+LogicalResult canSetMapping(ScopeOp scope, Mapping mapping,
+                            std::string &reason);
+/// Makes a mapped scope sequential again.
+LogicalResult canUnsetMapping(ScopeOp scope, std::string &reason);
+void setMapping(RewriterBase &rewriter, ScopeOp scope, Mapping mapping);
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_TRANSFORMS_MOVES_H

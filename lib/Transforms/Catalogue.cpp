@@ -1,0 +1,207 @@
+//===- Catalogue.cpp - The registered moves --------------------------------===//
+//
+// Adapters from the Move interface (names, locations, parameters) to the
+// free functions of Moves.h, and registerAllMoves.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Transforms/Move.h"
+#include "PerfDojo/Transforms/Moves.h"
+#include <functional>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+namespace {
+using CheckFn = std::function<LogicalResult(
+    const ResolvedLocation &, ArrayRef<std::string>, std::string &)>;
+using ApplyFn = std::function<void(RewriterBase &, const ResolvedLocation &,
+                                   ArrayRef<std::string>)>;
+using ChoicesFn = std::function<SmallVector<SmallVector<std::string, 2>>(
+    const ResolvedLocation &)>;
+
+/// A move defined by its check and apply functions.
+class FunctionMove : public Move {
+public:
+  FunctionMove(StringRef name, StringRef summary, StringRef inverse,
+               LocationKind kind, CheckFn check, ApplyFn apply,
+               ArrayRef<StringRef> params = {}, ChoicesFn choices = nullptr)
+      : name(name), summary(summary), inverse(inverse), kind(kind),
+        params(params), checkFn(std::move(check)), applyFn(std::move(apply)),
+        choicesFn(std::move(choices)) {}
+
+  StringRef getName() const override { return name; }
+  StringRef getSummary() const override { return summary; }
+  StringRef getInverseName() const override { return inverse; }
+  LocationKind getLocationKind() const override { return kind; }
+  ArrayRef<StringRef> getParamNames() const override { return params; }
+  LogicalResult check(const ResolvedLocation &loc,
+                      ArrayRef<std::string> values,
+                      std::string &reason) const override {
+    return checkFn(loc, values, reason);
+  }
+  void apply(RewriterBase &rewriter, const ResolvedLocation &loc,
+             ArrayRef<std::string> values) const override {
+    applyFn(rewriter, loc, values);
+  }
+  SmallVector<SmallVector<std::string, 2>>
+  getParamChoices(const ResolvedLocation &loc) const override {
+    return choicesFn ? choicesFn(loc) : Move::getParamChoices(loc);
+  }
+
+private:
+  StringRef name, summary, inverse;
+  LocationKind kind;
+  SmallVector<StringRef> params;
+  CheckFn checkFn;
+  ApplyFn applyFn;
+  ChoicesFn choicesFn;
+};
+
+/// Parses a positive integer parameter.
+std::optional<int64_t> parsePositive(StringRef text) {
+  int64_t value;
+  if (text.getAsInteger(10, value) || value <= 0)
+    return std::nullopt;
+  return value;
+}
+
+/// The divisors of `n` strictly between 1 and n, ascending.
+SmallVector<SmallVector<std::string, 2>> tileChoices(const ResolvedLocation &loc) {
+  ScopeOp scope = loc.scope;
+  int64_t n = scope.getSize();
+  SmallVector<int64_t> small, large;
+  for (int64_t d = 2; d * d <= n; ++d) {
+    if (n % d)
+      continue;
+    small.push_back(d);
+    if (d != n / d)
+      large.push_back(n / d);
+  }
+  SmallVector<SmallVector<std::string, 2>> choices;
+  for (int64_t d : small)
+    choices.push_back({std::to_string(d)});
+  for (int64_t d : llvm::reverse(large))
+    choices.push_back({std::to_string(d)});
+  return choices;
+}
+
+void addMappingMove(MoveRegistry &registry, StringRef name, StringRef summary,
+                    Mapping mapping) {
+  registry.add(std::make_unique<FunctionMove>(
+      name, summary, "unset_mapping", LocationKind::Scope,
+      [mapping](const ResolvedLocation &loc, ArrayRef<std::string>,
+                std::string &reason) {
+        return canSetMapping(loc.scope, mapping, reason);
+      },
+      [mapping](RewriterBase &rewriter, const ResolvedLocation &loc,
+                ArrayRef<std::string>) {
+        setMapping(rewriter, loc.scope, mapping);
+      }));
+}
+} // namespace
+
+void mlir::perfdojo::registerAllMoves() {
+  MoveRegistry &registry = MoveRegistry::get();
+  if (!registry.getMoves().empty())
+    return;
+
+  registry.add(std::make_unique<FunctionMove>(
+      "join_scopes", "fuse a scope with the next sibling scope of equal size",
+      "split_scope", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canJoinScopes(loc.scope, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { joinScopes(rewriter, loc.scope); }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "split_scope",
+      "split a scope after the child holding the located operation",
+      "join_scopes", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) {
+        return canSplitScope(loc.scope, loc.op, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { splitScope(rewriter, loc.scope, loc.op); }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "swap_nested_scopes",
+      "interchange a scope with the only scope in its body",
+      "swap_nested_scopes", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) {
+        return canSwapNestedScopes(loc.scope, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { swapNestedScopes(rewriter, loc.scope); }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "swap_sibling", "exchange a scope with the sibling that follows it",
+      "swap_sibling", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canSwapWithNext(loc.scope, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { swapWithNext(rewriter, loc.scope); }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "swap_ops", "exchange an operation with the sibling that follows it",
+      "swap_ops", LocationKind::Operation,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canSwapWithNext(loc.op, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { swapWithNext(rewriter, loc.op); }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "tile_scope", "split a scope of N into N/t scopes of t nested inside",
+      "merge_scopes", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) -> LogicalResult {
+        std::optional<int64_t> tile = parsePositive(params[0]);
+        if (!tile) {
+          reason = "the tile size '" + params[0] +
+                   "' is not a positive integer";
+          return failure();
+        }
+        return canTileScope(loc.scope, *tile, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        tileScope(rewriter, loc.scope, *parsePositive(params[0]));
+      },
+      ArrayRef<StringRef>{"size"}, tileChoices));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "merge_scopes", "merge a scope with the only scope in its body",
+      "tile_scope", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canMergeScopes(loc.scope, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { mergeScopes(rewriter, loc.scope); }));
+
+  addMappingMove(registry, "unroll", "unroll a scope (:u)", Mapping::unroll);
+  addMappingMove(registry, "parallelize",
+                 "run a scope's iterations on CPU threads (:p)",
+                 Mapping::parallel);
+  addMappingMove(registry, "vectorize",
+                 "run a scope's iterations as vector lanes (:v)",
+                 Mapping::vector);
+  addMappingMove(registry, "gpu_grid", "map a scope to the GPU grid (:g)",
+                 Mapping::grid);
+  addMappingMove(registry, "gpu_block",
+                 "map a scope to the threads of a GPU block (:b)",
+                 Mapping::block);
+  addMappingMove(registry, "gpu_warp",
+                 "map a scope to the lanes of a GPU warp (:w)", Mapping::warp);
+
+  registry.add(std::make_unique<FunctionMove>(
+      "unset_mapping", "make a mapped scope sequential again",
+      "unroll|parallelize|vectorize|gpu_grid|gpu_block|gpu_warp",
+      LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canUnsetMapping(loc.scope, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) {
+        setMapping(rewriter, loc.scope, Mapping::seq);
+      }));
+}

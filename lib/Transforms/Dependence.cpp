@@ -1,0 +1,224 @@
+//===- Dependence.cpp - Exact dependence tests on perfdojo kernels --------===//
+
+#include "PerfDojo/Transforms/Dependence.h"
+#include "mlir/Analysis/Presburger/IntegerRelation.h"
+#include "mlir/Analysis/Presburger/PresburgerSpace.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+using namespace mlir::presburger;
+
+SmallVector<ComputeOp> mlir::perfdojo::collectComputeOps(Operation *root) {
+  SmallVector<ComputeOp> ops;
+  root->walk<WalkOrder::PreOrder>([&](ComputeOp op) { ops.push_back(op); });
+  return ops;
+}
+
+DependenceAnalysis::DependenceAnalysis(KernelOp kernel) {
+  for (BufferOp buffer : kernel.getBuffers())
+    for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+      arrays[name] = buffer;
+}
+
+namespace {
+/// How an operation touches an element.
+enum class AccessKind { Read, Write, Reduce };
+
+struct Access {
+  AccessAttr attr;
+  AccessKind kind;
+  Reduction reduction;
+};
+
+SmallVector<Access> getAccesses(ComputeOp op) {
+  SmallVector<Access> accesses;
+  Reduction reduction = op.getReduction();
+  accesses.push_back({op.getOut(),
+                      reduction == Reduction::none ? AccessKind::Write
+                                                   : AccessKind::Reduce,
+                      reduction});
+  for (Attribute input : op.getInputs())
+    if (auto access = dyn_cast<AccessAttr>(input))
+      accesses.push_back({access, AccessKind::Read, Reduction::none});
+  return accesses;
+}
+
+/// Sizes of the scopes around `op`, outermost first.
+SmallVector<int64_t> getExtents(ComputeOp op) {
+  SmallVector<int64_t> extents;
+  for (Operation *p = op->getParentOp(); auto scope = dyn_cast_or_null<ScopeOp>(p);
+       p = p->getParentOp())
+    extents.push_back(scope.getSize());
+  std::reverse(extents.begin(), extents.end());
+  return extents;
+}
+
+/// A linear row: sum(coeffs[v] * var v) + constant.
+/// Arithmetic saturates into `overflow`; a system that overflowed is
+/// treated as feasible (a possible conflict), which is always safe.
+struct Row {
+  SmallVector<int64_t, 8> coeffs;
+  int64_t constant = 0;
+  bool overflow = false;
+
+  void add(unsigned var, int64_t c) {
+    if (coeffs.size() <= var)
+      coeffs.resize(var + 1, 0);
+    overflow |= llvm::AddOverflow(coeffs[var], c, coeffs[var]);
+  }
+  void addConstant(int64_t c) {
+    overflow |= llvm::AddOverflow(constant, c, constant);
+  }
+  Row negated() const {
+    Row r;
+    r.overflow = overflow;
+    for (unsigned v = 0; v < coeffs.size(); ++v)
+      r.overflow |= llvm::SubOverflow<int64_t>(0, coeffs[v], r.coeffs.emplace_back());
+    r.overflow |= llvm::SubOverflow<int64_t>(0, constant, r.constant);
+    return r;
+  }
+  Row minus(const Row &o) const {
+    Row r = *this;
+    Row n = o.negated();
+    for (unsigned v = 0; v < n.coeffs.size(); ++v)
+      r.add(v, n.coeffs[v]);
+    r.addConstant(n.constant);
+    r.overflow |= n.overflow;
+    return r;
+  }
+};
+
+/// Builds and solves the conflict system of two accesses.
+class ConflictSystem {
+public:
+  ConflictSystem(ArrayRef<int64_t> extentsA, ArrayRef<int64_t> extentsB,
+                 unsigned tie) {
+    // Variables: shared [0, tie), then a's own, then b's own.
+    for (unsigned d = 0; d < tie; ++d)
+      newVar(extentsA[d]);
+    for (unsigned d = 0; d < extentsA.size(); ++d)
+      varA.push_back(d < tie ? d : newVar(extentsA[d]));
+    for (unsigned d = 0; d < extentsB.size(); ++d)
+      varB.push_back(d < tie ? d : newVar(extentsB[d]));
+  }
+
+  /// Requires one stored index to be equal (reuse factor `reuse`, 0 = the
+  /// dimension is fully materialized).
+  void addSameIndex(const LinearForm &a, const LinearForm &b, int64_t reuse) {
+    Row ra = form(a, varA), rb = form(b, varB);
+    if (reuse) {
+      // The stored index is r = i - reuse*q with 0 <= r < reuse.
+      for (Row *r : {&ra, &rb}) {
+        r->add(newVar(0), -reuse);
+        inequalities.push_back(*r);
+        Row upper = r->negated();
+        upper.addConstant(reuse - 1);
+        inequalities.push_back(upper);
+      }
+    }
+    equalities.push_back(ra.minus(rb));
+  }
+
+  void addOrder(const IterationOrder &order) {
+    Row row;
+    row.add(varA[order.depth], order.aGreater ? 1 : -1);
+    row.add(varB[order.depth], order.aGreater ? -1 : 1);
+    row.constant = -1; // strictly
+    inequalities.push_back(row);
+  }
+
+  bool isFeasible() const {
+    unsigned n = bounds.size();
+    IntegerPolyhedron poly(PresburgerSpace::getSetSpace(n));
+    auto toVector = [&](const Row &row) {
+      SmallVector<int64_t> v(n + 1, 0);
+      for (unsigned i = 0; i < row.coeffs.size(); ++i)
+        v[i] = row.coeffs[i];
+      v[n] = row.constant;
+      return v;
+    };
+    for (unsigned v = 0; v < n; ++v) {
+      if (!bounds[v])
+        continue; // quotients are bounded through their remainders
+      Row lower, upper;
+      lower.add(v, 1);
+      upper.add(v, -1);
+      upper.constant = bounds[v] - 1;
+      poly.addInequality(toVector(lower));
+      poly.addInequality(toVector(upper));
+    }
+    for (const Row &row : llvm::concat<const Row>(equalities, inequalities))
+      if (row.overflow)
+        return true;
+    for (const Row &eq : equalities)
+      poly.addEquality(toVector(eq));
+    for (const Row &ineq : inequalities)
+      poly.addInequality(toVector(ineq));
+    return !poly.isEmpty();
+  }
+
+private:
+  unsigned newVar(int64_t extent) {
+    bounds.push_back(extent);
+    return bounds.size() - 1;
+  }
+  Row form(const LinearForm &f, ArrayRef<unsigned> vars) {
+    Row row;
+    for (unsigned d = 0; d < f.coeffs.size(); ++d)
+      row.add(vars[d], f.coeffs[d]);
+    row.addConstant(f.constant);
+    return row;
+  }
+
+  SmallVector<unsigned> varA, varB;
+  /// Extent of each variable; 0 for quotient variables.
+  SmallVector<int64_t> bounds;
+  SmallVector<Row> equalities, inequalities;
+};
+} // namespace
+
+bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
+                                     ArrayRef<IterationOrder> order,
+                                     bool reductionsCommute,
+                                     std::string *conflict) const {
+  SmallVector<int64_t> extentsA = getExtents(a), extentsB = getExtents(b);
+  for (const Access &x : getAccesses(a)) {
+    for (const Access &y : getAccesses(b)) {
+      if (x.kind == AccessKind::Read && y.kind == AccessKind::Read)
+        continue;
+      if (reductionsCommute && x.kind == AccessKind::Reduce &&
+          y.kind == AccessKind::Reduce && x.reduction == y.reduction)
+        continue;
+      BufferOp buffer = arrays.lookup(x.attr.getArray().getValue());
+      if (!buffer || buffer != arrays.lookup(y.attr.getArray().getValue()))
+        continue;
+      ConflictSystem system(extentsA, extentsB, tie);
+      SmallVector<LinearForm> fx = x.attr.getLinearForms(),
+                              fy = y.attr.getLinearForms();
+      for (unsigned d = 0; d < fx.size(); ++d)
+        system.addSameIndex(fx[d], fy[d], buffer.getReuse()[d]);
+      for (const IterationOrder &o : order)
+        system.addOrder(o);
+      if (system.isFeasible()) {
+        if (conflict)
+          *conflict = buffer.getSymName().str();
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool DependenceAnalysis::mayConflict(ArrayRef<ComputeOp> first,
+                                     ArrayRef<ComputeOp> second, unsigned tie,
+                                     ArrayRef<IterationOrder> order,
+                                     bool reductionsCommute,
+                                     std::string *conflict) const {
+  for (ComputeOp a : first)
+    for (ComputeOp b : second)
+      if (mayConflict(a, b, tie, order, reductionsCommute, conflict))
+        return true;
+  return false;
+}

@@ -1,0 +1,123 @@
+//===- Mapping.cpp - unroll, parallelize, vectorize, GPU mappings, unset --===//
+//
+//   64 16 y[{0},{1}]=x[{0},{1}]   vectorize@y:1     64 16:v y[{0},{1}]=x[{0},{1}]
+//                                 parallelize@y:0   64:p 16 y[{0},{1}]=x[{0},{1}]
+//
+// A mapping never changes what the tree computes (the interpreter runs every
+// scope sequentially), but it changes how iterations may be scheduled:
+//
+// - unroll: always legal (iterations stay in order); at most 64 iterations.
+// - parallel, grid, block, warp: iterations run concurrently, so no two
+//   iterations may touch a common element with one writing it, reductions
+//   included (concurrent updates would race).
+// - vector: the scope holds exactly one operation and has a power-of-two
+//   size from 2 to 64; lanes may reduce into one element (a horizontal
+//   reduction), otherwise as parallel.
+// - the nesting rules of the dialect (vector innermost, block inside grid,
+//   warp inside block, no CPU parallel inside GPU scopes...) must hold.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Transforms/Dependence.h"
+#include "PerfDojo/Transforms/Moves.h"
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+/// The nesting rules with `scope` mapped as `mapping`, checked for `scope`
+/// and every scope inside it.
+static LogicalResult checkNesting(ScopeOp scope, Mapping mapping,
+                                  std::string &reason) {
+  auto mappingOf = [&](ScopeOp s) {
+    return s == scope ? mapping : s.getMapping();
+  };
+  WalkResult result = scope.walk([&](ScopeOp s) {
+    if (std::optional<std::string> violation =
+            getMappingViolation(s, mappingOf)) {
+      reason = "the " + (s == scope ? std::string("scope") : "nested scope") +
+               " " + *violation;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// Whether the iterations of `scope` may run concurrently.
+static LogicalResult checkIndependent(ScopeOp scope, bool reductionsCommute,
+                                      std::string &reason) {
+  DependenceAnalysis deps(scope->getParentOfType<KernelOp>());
+  SmallVector<ComputeOp> ops = collectComputeOps(scope);
+  unsigned depth = scope.getDepth();
+  std::string buffer;
+  if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
+                       reductionsCommute, &buffer)) {
+    reason = "different iterations touch the same element of '" + buffer +
+             "', one of them writing it";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult mlir::perfdojo::canSetMapping(ScopeOp scope, Mapping mapping,
+                                            std::string &reason) {
+  assert(mapping != Mapping::seq && "use canUnsetMapping");
+  if (scope.getMapping() != Mapping::seq) {
+    reason = "the scope is already mapped (" +
+             stringifyMapping(scope.getMapping()).str() + "); unset it first";
+    return failure();
+  }
+  int64_t size = scope.getSize();
+  switch (mapping) {
+  case Mapping::unroll:
+    if (size > 64) {
+      reason = "unrolling is limited to 64 iterations, the scope has " +
+               std::to_string(size);
+      return failure();
+    }
+    break;
+  case Mapping::vector: {
+    Block &body = scope.getBodyBlock();
+    if (!llvm::hasSingleElement(body) || !isa<ComputeOp>(body.front())) {
+      reason = "a vector scope must wrap exactly one operation";
+      return failure();
+    }
+    if (size < 2 || size > 64 || !llvm::isPowerOf2_64(size)) {
+      reason = "vector widths are powers of two from 2 to 64, the scope has " +
+               std::to_string(size);
+      return failure();
+    }
+    break;
+  }
+  case Mapping::warp:
+    if (size > 32) {
+      reason = "a warp has at most 32 lanes, the scope has " +
+               std::to_string(size);
+      return failure();
+    }
+    break;
+  default:
+    break;
+  }
+  if (failed(checkNesting(scope, mapping, reason)))
+    return failure();
+  if (mapping == Mapping::unroll)
+    return success();
+  return checkIndependent(scope, /*reductionsCommute=*/mapping ==
+                                     Mapping::vector,
+                          reason);
+}
+
+LogicalResult mlir::perfdojo::canUnsetMapping(ScopeOp scope,
+                                              std::string &reason) {
+  if (scope.getMapping() == Mapping::seq) {
+    reason = "the scope is not mapped";
+    return failure();
+  }
+  return checkNesting(scope, Mapping::seq, reason);
+}
+
+void mlir::perfdojo::setMapping(RewriterBase &rewriter, ScopeOp scope,
+                                Mapping mapping) {
+  rewriter.modifyOpInPlace(scope, [&] { scope.setMapping(mapping); });
+}

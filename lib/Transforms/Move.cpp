@@ -1,0 +1,305 @@
+//===- Move.cpp - Move locations, registry, apply and enumerate -----------===//
+
+#include "PerfDojo/Transforms/Move.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+Move::~Move() = default;
+
+SmallVector<SmallVector<std::string, 2>>
+Move::getParamChoices(const ResolvedLocation &) const {
+  return {{}};
+}
+
+//===----------------------------------------------------------------------===//
+// Registry
+//===----------------------------------------------------------------------===//
+
+MoveRegistry &MoveRegistry::get() {
+  static MoveRegistry registry;
+  return registry;
+}
+
+void MoveRegistry::add(std::unique_ptr<Move> move) {
+  assert(!lookup(move->getName()) && "move registered twice");
+  moves.push_back(std::move(move));
+}
+
+const Move *MoveRegistry::lookup(StringRef name) const {
+  for (const std::unique_ptr<Move> &move : moves)
+    if (move->getName() == name)
+      return move.get();
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Locations
+//===----------------------------------------------------------------------===//
+
+std::string MoveLocation::str(LocationKind kind) const {
+  std::string text = name;
+  if ((kind == LocationKind::Scope || kind == LocationKind::Operation) &&
+      ordinal)
+    text += "#" + std::to_string(ordinal);
+  if (kind == LocationKind::Scope || kind == LocationKind::BufferDim)
+    text += ":" + std::to_string(index);
+  return text;
+}
+
+std::string MoveInstance::str() const {
+  std::string text = move->getName().str() + "@" +
+                     location.str(move->getLocationKind());
+  for (const std::string &param : location.params)
+    text += ":" + param;
+  return text;
+}
+
+static bool isWord(StringRef text) {
+  return !text.empty() &&
+         llvm::all_of(text, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+FailureOr<MoveInstance> mlir::perfdojo::parseMove(StringRef text,
+                                                  std::string &error) {
+  text = text.trim();
+  auto [name, location] = text.split('@');
+  MoveInstance instance;
+  instance.move = MoveRegistry::get().lookup(name);
+  if (!instance.move) {
+    std::string known;
+    for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
+      known += (known.empty() ? "" : ", ") + move->getName().str();
+    error = "unknown move '" + name.str() + "'; known moves: " + known;
+    return failure();
+  }
+  if (!text.contains('@') || location.empty()) {
+    error = "expected '" + name.str() + "@<location>', found '" + text.str() +
+            "'";
+    return failure();
+  }
+  LocationKind kind = instance.move->getLocationKind();
+  SmallVector<StringRef> fields;
+  location.split(fields, ':');
+  StringRef head = fields.front();
+  auto [array, ordinal] = head.split('#');
+  MoveLocation &loc = instance.location;
+  loc.name = array.str();
+  if (!isWord(array)) {
+    error = "malformed location '" + location.str() + "': expected a name, "
+            "found '" + array.str() + "'";
+    return failure();
+  }
+  if (head.contains('#')) {
+    if (kind != LocationKind::Scope && kind != LocationKind::Operation) {
+      error = "'" + name.str() + "' names a buffer; '#' is for operations";
+      return failure();
+    }
+    if (ordinal.getAsInteger(10, loc.ordinal)) {
+      error = "malformed location '" + location.str() +
+              "': expected an ordinal after '#', found '" + ordinal.str() + "'";
+      return failure();
+    }
+  }
+  unsigned next = 1;
+  if (kind == LocationKind::Scope || kind == LocationKind::BufferDim) {
+    StringRef what = kind == LocationKind::Scope ? "a scope depth"
+                                                 : "a dimension index";
+    if (fields.size() < 2 || fields[1].getAsInteger(10, loc.index)) {
+      error = "malformed location '" + location.str() + "': expected " +
+              what.str() + " after ':'";
+      return failure();
+    }
+    next = 2;
+  }
+  for (unsigned i = next; i < fields.size(); ++i) {
+    if (!isWord(fields[i])) {
+      error = "malformed parameter '" + fields[i].str() + "' in '" +
+              text.str() + "'";
+      return failure();
+    }
+    loc.params.push_back(fields[i].str());
+  }
+  ArrayRef<StringRef> paramNames = instance.move->getParamNames();
+  if (loc.params.size() != paramNames.size()) {
+    error = "'" + name.str() + "' takes " + std::to_string(paramNames.size()) +
+            " parameter" + (paramNames.size() == 1 ? "" : "s");
+    if (!paramNames.empty()) {
+      error += " (";
+      for (auto [i, p] : llvm::enumerate(paramNames))
+        error += (i ? ", " : "") + p.str();
+      error += ")";
+    }
+    error += ", found " + std::to_string(loc.params.size());
+    return failure();
+  }
+  return instance;
+}
+
+FailureOr<ResolvedLocation>
+mlir::perfdojo::resolveLocation(KernelOp kernel, LocationKind kind,
+                                const MoveLocation &location,
+                                std::string &error) {
+  ResolvedLocation resolved;
+  resolved.kernel = kernel;
+  if (kind == LocationKind::Buffer || kind == LocationKind::BufferDim) {
+    for (BufferOp buffer : kernel.getBuffers())
+      if (buffer.getSymName() == location.name)
+        resolved.buffer = buffer;
+    if (!resolved.buffer) {
+      error = "no buffer named '" + location.name + "'";
+      return failure();
+    }
+    resolved.dim = location.index;
+    if (kind == LocationKind::BufferDim &&
+        location.index >= resolved.buffer.getShape().size()) {
+      error = "buffer '" + location.name + "' has rank " +
+              std::to_string(resolved.buffer.getShape().size()) +
+              "; dimension " + std::to_string(location.index) +
+              " does not exist";
+      return failure();
+    }
+    return resolved;
+  }
+
+  unsigned count = 0;
+  kernel.walk<WalkOrder::PreOrder>([&](ComputeOp op) {
+    if (op.getOut().getArray().getValue() != location.name)
+      return WalkResult::advance();
+    if (count++ == location.ordinal)
+      resolved.op = op;
+    return WalkResult::advance();
+  });
+  if (!resolved.op) {
+    error = count == 0
+                ? "no operation writes '" + location.name + "'"
+                : std::to_string(count) + " operation" +
+                      (count == 1 ? "" : "s") + " write '" + location.name +
+                      "'; #" + std::to_string(location.ordinal) +
+                      " does not exist";
+    return failure();
+  }
+  if (kind == LocationKind::Scope) {
+    unsigned depth = resolved.op.getDepth();
+    if (location.index >= depth) {
+      error = "the operation writing " +
+              location.str(LocationKind::Operation) + " is nested in " +
+              std::to_string(depth) + " scope" + (depth == 1 ? "" : "s") +
+              "; depth " + std::to_string(location.index) +
+              " does not exist";
+      return failure();
+    }
+    Operation *scope = resolved.op;
+    for (unsigned d = depth; d > location.index; --d)
+      scope = scope->getParentOp();
+    resolved.scope = cast<ScopeOp>(scope);
+  }
+  return resolved;
+}
+
+//===----------------------------------------------------------------------===//
+// Check, apply, enumerate
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::perfdojo::checkMove(KernelOp kernel,
+                                        const MoveInstance &move,
+                                        std::string &reason) {
+  FailureOr<ResolvedLocation> loc = resolveLocation(
+      kernel, move.move->getLocationKind(), move.location, reason);
+  if (failed(loc))
+    return failure();
+  return move.move->check(*loc, move.location.params, reason);
+}
+
+LogicalResult mlir::perfdojo::applyMove(RewriterBase &rewriter,
+                                        KernelOp kernel,
+                                        const MoveInstance &move,
+                                        std::string &reason) {
+  FailureOr<ResolvedLocation> loc = resolveLocation(
+      kernel, move.move->getLocationKind(), move.location, reason);
+  if (failed(loc) ||
+      failed(move.move->check(*loc, move.location.params, reason)))
+    return failure();
+  move.move->apply(rewriter, *loc, move.location.params);
+  SmallVector<Attribute> history;
+  if (auto old = kernel->getAttrOfType<ArrayAttr>(kHistoryAttrName))
+    history.assign(old.begin(), old.end());
+  history.push_back(rewriter.getStringAttr(move.str()));
+  rewriter.modifyOpInPlace(kernel, [&] {
+    kernel->setAttr(kHistoryAttrName, rewriter.getArrayAttr(history));
+  });
+  return success();
+}
+
+/// The canonical location of every candidate of `kind` in `kernel`: scopes
+/// are named by the first operation in them.
+static SmallVector<MoveLocation> getCandidates(KernelOp kernel,
+                                               LocationKind kind) {
+  SmallVector<MoveLocation> candidates;
+  if (kind == LocationKind::Buffer || kind == LocationKind::BufferDim) {
+    for (BufferOp buffer : kernel.getBuffers()) {
+      unsigned dims = kind == LocationKind::Buffer ? 1 : buffer.getShape().size();
+      for (unsigned d = 0; d < dims; ++d) {
+        MoveLocation loc;
+        loc.name = buffer.getSymName().str();
+        loc.index = d;
+        candidates.push_back(loc);
+      }
+    }
+    return candidates;
+  }
+  llvm::StringMap<unsigned> ordinals;
+  llvm::DenseMap<Operation *, MoveLocation> opLocations;
+  kernel.walk<WalkOrder::PreOrder>([&](ComputeOp op) {
+    MoveLocation loc;
+    loc.name = op.getOut().getArray().getValue().str();
+    loc.ordinal = ordinals[loc.name]++;
+    opLocations[op] = loc;
+    if (kind == LocationKind::Operation)
+      candidates.push_back(loc);
+  });
+  if (kind == LocationKind::Scope) {
+    kernel.walk<WalkOrder::PreOrder>([&](ScopeOp scope) {
+      ComputeOp first;
+      scope.walk<WalkOrder::PreOrder>([&](ComputeOp op) {
+        first = op;
+        return WalkResult::interrupt();
+      });
+      if (!first)
+        return;
+      MoveLocation loc = opLocations[first];
+      loc.index = scope.getDepth();
+      candidates.push_back(loc);
+    });
+  }
+  return candidates;
+}
+
+SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
+                                                         const Move &move) {
+  SmallVector<MoveInstance> legal;
+  std::string reason;
+  for (const MoveLocation &candidate :
+       getCandidates(kernel, move.getLocationKind())) {
+    FailureOr<ResolvedLocation> loc =
+        resolveLocation(kernel, move.getLocationKind(), candidate, reason);
+    if (failed(loc))
+      continue;
+    for (SmallVector<std::string, 2> &params : move.getParamChoices(*loc)) {
+      if (failed(move.check(*loc, params, reason)))
+        continue;
+      MoveInstance instance{&move, candidate};
+      instance.location.params.assign(params.begin(), params.end());
+      legal.push_back(std::move(instance));
+    }
+  }
+  return legal;
+}
+
+SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel) {
+  SmallVector<MoveInstance> legal;
+  for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
+    llvm::append_range(legal, enumerateMoves(kernel, *move));
+  return legal;
+}

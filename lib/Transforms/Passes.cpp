@@ -1,0 +1,112 @@
+//===- Passes.cpp - pd-apply and pd-list-moves ----------------------------===//
+
+#include "PerfDojo/Transforms/Move.h"
+#include "PerfDojo/Transforms/Passes.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace perfdojo {
+#define GEN_PASS_DEF_APPLYMOVESPASS
+#define GEN_PASS_DEF_LISTMOVESPASS
+#include "PerfDojo/Transforms/Passes.h.inc"
+} // namespace perfdojo
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+/// The kernel a pass works on: the one named, or the only one.
+static KernelOp selectKernel(ModuleOp module, StringRef name) {
+  SmallVector<KernelOp> kernels;
+  module.walk([&](KernelOp k) {
+    if (name.empty() || k.getSymName() == name)
+      kernels.push_back(k);
+  });
+  if (kernels.size() == 1)
+    return kernels.front();
+  if (kernels.empty())
+    module.emitError(name.empty() ? std::string("no perfdojo.kernel to move")
+                                  : "no kernel named '" + name.str() + "'");
+  else
+    module.emitError("the module holds ")
+        << kernels.size() << " kernels; choose one with the kernel option";
+  return nullptr;
+}
+
+namespace {
+struct ApplyMovesPass
+    : public perfdojo::impl::ApplyMovesPassBase<ApplyMovesPass> {
+  using ApplyMovesPassBase::ApplyMovesPassBase;
+
+  void runOnOperation() override {
+    registerAllMoves();
+    KernelOp kernel = selectKernel(getOperation(), kernelName);
+    if (!kernel)
+      return signalPassFailure();
+    SmallVector<std::string> texts(moves.begin(), moves.end());
+    if (!movesFile.empty() && failed(readMovesFile(kernel, texts)))
+      return signalPassFailure();
+    IRRewriter rewriter(&getContext());
+    for (const std::string &text : texts) {
+      std::string error;
+      FailureOr<MoveInstance> move = parseMove(text, error);
+      if (failed(move)) {
+        kernel.emitError("cannot apply '") << text << "': " << error;
+        return signalPassFailure();
+      }
+      if (succeeded(applyMove(rewriter, kernel, *move, error)))
+        continue;
+      InFlightDiagnostic diag = kernel.emitError("cannot apply '")
+                                << text << "': " << error;
+      SmallVector<MoveInstance> legal = enumerateMoves(kernel, *move->move);
+      if (legal.empty()) {
+        diag << "; '" << move->move->getName()
+             << "' is legal nowhere in this kernel";
+      } else {
+        diag << "; legal: ";
+        for (auto [i, m] : llvm::enumerate(legal)) {
+          if (i == 16) {
+            diag << ", ... (" << legal.size() << " in all)";
+            break;
+          }
+          diag << (i ? ", " : "") << m.str();
+        }
+      }
+      return signalPassFailure();
+    }
+  }
+
+  LogicalResult readMovesFile(KernelOp kernel,
+                              SmallVectorImpl<std::string> &texts) {
+    auto buffer = llvm::MemoryBuffer::getFile(movesFile);
+    if (!buffer) {
+      kernel.emitError("cannot read moves file '")
+          << movesFile << "': " << buffer.getError().message();
+      return failure();
+    }
+    SmallVector<StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n');
+    for (StringRef line : lines) {
+      line = line.split('#').first.trim();
+      if (!line.empty())
+        texts.push_back(line.str());
+    }
+    return success();
+  }
+};
+
+struct ListMovesPass : public perfdojo::impl::ListMovesPassBase<ListMovesPass> {
+  using ListMovesPassBase::ListMovesPassBase;
+
+  void runOnOperation() override {
+    registerAllMoves();
+    KernelOp kernel = selectKernel(getOperation(), kernelName);
+    if (!kernel)
+      return signalPassFailure();
+    for (const MoveInstance &move : enumerateMoves(kernel))
+      llvm::outs() << move.str() << "\n";
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
