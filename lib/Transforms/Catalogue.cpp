@@ -99,6 +99,109 @@ void addMappingMove(MoveRegistry &registry, StringRef name, StringRef summary,
         setMapping(rewriter, loc.scope, mapping);
       }));
 }
+/// Parameter choices for pad_dim: one element, and up to the next multiple
+/// of 16 (a vector of f32 on AVX-512).
+SmallVector<SmallVector<std::string, 2>> padChoices(const ResolvedLocation &loc) {
+  BufferOp buffer = loc.buffer;
+  int64_t size = buffer.getShape()[loc.dim];
+  SmallVector<SmallVector<std::string, 2>> choices{{"1"}};
+  if (int64_t toSixteen = (16 - size % 16) % 16; toSixteen > 1)
+    choices.push_back({std::to_string(toSixteen)});
+  return choices;
+}
+
+/// Parameter choices for unpad_dim: one element, and everything no access
+/// reaches.
+SmallVector<SmallVector<std::string, 2>>
+unpadChoices(const ResolvedLocation &loc) {
+  BufferOp buffer = loc.buffer;
+  int64_t size = buffer.getShape()[loc.dim];
+  SmallVector<SmallVector<std::string, 2>> choices{{"1"}};
+  for (int64_t amount = size - 1; amount > 1; --amount) {
+    std::string reason;
+    if (succeeded(canPadDim(buffer, loc.dim, amount, false, reason))) {
+      choices.push_back({std::to_string(amount)});
+      break;
+    }
+  }
+  return choices;
+}
+
+void registerBufferMoves(MoveRegistry &registry) {
+  for (bool reuse : {true, false})
+    registry.add(std::make_unique<FunctionMove>(
+        reuse ? "reuse_dims" : "materialize_dims",
+        reuse ? "store one element of a temporary's dimension (:1)"
+              : "store every element of a reused dimension again",
+        reuse ? "materialize_dims" : "reuse_dims", LocationKind::BufferDim,
+        [reuse](const ResolvedLocation &loc, ArrayRef<std::string>,
+                std::string &reason) {
+          return canReuseDim(loc.buffer, loc.dim, reuse, reason);
+        },
+        [reuse](RewriterBase &rewriter, const ResolvedLocation &loc,
+                ArrayRef<std::string>) {
+          reuseDim(rewriter, loc.buffer, loc.dim, reuse);
+        }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "set_location",
+      "move a temporary to the heap, the stack, registers or GPU shared memory",
+      "set_location", LocationKind::Buffer,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) -> LogicalResult {
+        std::optional<BufferLocation> location =
+            symbolizeBufferLocation(params[0]);
+        if (!location) {
+          reason = "unknown location '" + params[0] +
+                   "'; expected heap, stack, reg or shared";
+          return failure();
+        }
+        return canSetLocation(loc.buffer, *location, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        setLocation(rewriter, loc.buffer, *symbolizeBufferLocation(params[0]));
+      },
+      ArrayRef<StringRef>{"location"},
+      [](const ResolvedLocation &) {
+        return SmallVector<SmallVector<std::string, 2>>{
+            {"heap"}, {"stack"}, {"reg"}, {"shared"}};
+      }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "permute_dims",
+      "exchange a temporary's dimension with the next one in its layout",
+      "permute_dims", LocationKind::BufferDim,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) {
+        return canPermuteDims(loc.buffer, loc.dim, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { permuteDims(rewriter, loc.buffer, loc.dim); }));
+
+  for (bool grow : {true, false})
+    registry.add(std::make_unique<FunctionMove>(
+        grow ? "pad_dim" : "unpad_dim",
+        grow ? "add unused elements at the end of a temporary's dimension"
+             : "remove unused elements from the end of a dimension",
+        grow ? "unpad_dim" : "pad_dim", LocationKind::BufferDim,
+        [grow](const ResolvedLocation &loc, ArrayRef<std::string> params,
+               std::string &reason) -> LogicalResult {
+          std::optional<int64_t> amount = parsePositive(params[0]);
+          if (!amount) {
+            reason = "the amount '" + params[0] +
+                     "' is not a positive integer";
+            return failure();
+          }
+          return canPadDim(loc.buffer, loc.dim, *amount, grow, reason);
+        },
+        [grow](RewriterBase &rewriter, const ResolvedLocation &loc,
+               ArrayRef<std::string> params) {
+          padDim(rewriter, loc.buffer, loc.dim, *parsePositive(params[0]),
+                 grow);
+        },
+        ArrayRef<StringRef>{"amount"}, grow ? padChoices : unpadChoices));
+}
 } // namespace
 
 void mlir::perfdojo::registerAllMoves() {
@@ -193,6 +296,8 @@ void mlir::perfdojo::registerAllMoves() {
                  Mapping::block);
   addMappingMove(registry, "gpu_warp",
                  "map a scope to the lanes of a GPU warp (:w)", Mapping::warp);
+
+  registerBufferMoves(registry);
 
   registry.add(std::make_unique<FunctionMove>(
       "unset_mapping", "make a mapped scope sequential again",

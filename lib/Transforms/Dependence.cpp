@@ -182,7 +182,8 @@ private:
 bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
                                      ArrayRef<IterationOrder> order,
                                      bool reductionsCommute,
-                                     std::string *conflict) const {
+                                     std::string *conflict,
+                                     BufferOp only) const {
   SmallVector<int64_t> extentsA = getExtents(a), extentsB = getExtents(b);
   for (const Access &x : getAccesses(a)) {
     for (const Access &y : getAccesses(b)) {
@@ -192,7 +193,8 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
           y.kind == AccessKind::Reduce && x.reduction == y.reduction)
         continue;
       BufferOp buffer = arrays.lookup(x.attr.getArray().getValue());
-      if (!buffer || buffer != arrays.lookup(y.attr.getArray().getValue()))
+      if (!buffer || buffer != arrays.lookup(y.attr.getArray().getValue()) ||
+          (only && buffer != only))
         continue;
       ConflictSystem system(extentsA, extentsB, tie);
       SmallVector<LinearForm> fx = x.attr.getLinearForms(),
@@ -215,10 +217,11 @@ bool DependenceAnalysis::mayConflict(ArrayRef<ComputeOp> first,
                                      ArrayRef<ComputeOp> second, unsigned tie,
                                      ArrayRef<IterationOrder> order,
                                      bool reductionsCommute,
-                                     std::string *conflict) const {
+                                     std::string *conflict,
+                                     BufferOp only) const {
   for (ComputeOp a : first)
     for (ComputeOp b : second)
-      if (mayConflict(a, b, tie, order, reductionsCommute, conflict))
+      if (mayConflict(a, b, tie, order, reductionsCommute, conflict, only))
         return true;
   return false;
 }

@@ -35,15 +35,17 @@ public:
   /// the iteration variables of depths [0, tie) and satisfy `order` at
   /// deeper depths. Updates by the same reduction (`+=` and `+=`) commute and
   /// do not conflict when `reductionsCommute` is set. `a` may equal `b`.
-  /// On a conflict, `buffer` (if given) receives the buffer's name.
+  /// On a conflict, `buffer` (if given) receives the buffer's name. With
+  /// `only`, accesses to other buffers are ignored.
   bool mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
                    ArrayRef<IterationOrder> order, bool reductionsCommute,
-                   std::string *buffer = nullptr) const;
+                   std::string *buffer = nullptr, BufferOp only = {}) const;
 
   /// mayConflict over every pair (a in `first`, b in `second`).
   bool mayConflict(ArrayRef<ComputeOp> first, ArrayRef<ComputeOp> second,
                    unsigned tie, ArrayRef<IterationOrder> order,
-                   bool reductionsCommute, std::string *buffer = nullptr) const;
+                   bool reductionsCommute, std::string *buffer = nullptr,
+                   BufferOp only = {}) const;
 
   /// The buffer that holds `array`, or null.
   BufferOp lookup(StringRef array) const { return arrays.lookup(array); }

@@ -61,6 +61,36 @@ LogicalResult canSetMapping(ScopeOp scope, Mapping mapping,
 LogicalResult canUnsetMapping(ScopeOp scope, std::string &reason);
 void setMapping(RewriterBase &rewriter, ScopeOp scope, Mapping mapping);
 
+//===- Buffers ------------------------------------------------------------===//
+
+/// Stores only one element of dimension `dim` of a temporary (`:1`), or
+/// materializes it again. Both are legal when every access indexes the
+/// dimension by the variable `{e}` of one scope S that encloses all accesses
+/// to the buffer, and no element is shared between two executions of S.
+LogicalResult canReuseDim(BufferOp buffer, unsigned dim, bool reuse,
+                          std::string &reason);
+void reuseDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,
+              bool reuse);
+
+/// Moves a temporary to another storage location.
+LogicalResult canSetLocation(BufferOp buffer, BufferLocation location,
+                             std::string &reason);
+void setLocation(RewriterBase &rewriter, BufferOp buffer,
+                 BufferLocation location);
+
+/// Exchanges dimensions `dim` and `dim+1` of a temporary's layout, rewriting
+/// every access.
+LogicalResult canPermuteDims(BufferOp buffer, unsigned dim,
+                             std::string &reason);
+void permuteDims(RewriterBase &rewriter, BufferOp buffer, unsigned dim);
+
+/// Grows dimension `dim` of a temporary by `amount` unused elements
+/// (`grow`), or shrinks it by `amount` when no access reaches them.
+LogicalResult canPadDim(BufferOp buffer, unsigned dim, int64_t amount,
+                        bool grow, std::string &reason);
+void padDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,
+            int64_t amount, bool grow);
+
 } // namespace perfdojo
 } // namespace mlir
 

@@ -1,0 +1,296 @@
+//===- BufferMoves.cpp - reuse_dims, set_location, permute_dims, pad_dim --===//
+//
+//   tmp t f32 [4, 8] heap          reuse_dims@t:0        tmp t f32 [4:1, 8] heap
+//   4 8 t[{0},{1}]=x[{0},{1}]      ----------------->    (accesses unchanged)
+//   | 8 y[{0},{1}]=t[{0},{1}]*2    <-----------------
+//                                  materialize_dims@t:0
+//
+// Buffer moves change where elements are stored, never which element an
+// operation means: layout moves (permute_dims, pad_dim) are bijections on
+// the elements that are accessed, and reuse is legal only when no two
+// elements that come to share a slot are live at the same time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Transforms/Dependence.h"
+#include "PerfDojo/Transforms/Moves.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+/// Every compute op accessing `buffer`, with the accesses that do.
+static SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>
+getBufferAccesses(BufferOp buffer) {
+  llvm::StringSet<> arrays;
+  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+    arrays.insert(name);
+  SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>> result;
+  buffer->getParentOfType<KernelOp>().walk<WalkOrder::PreOrder>(
+      [&](ComputeOp op) {
+        SmallVector<AccessAttr> accesses;
+        if (arrays.contains(op.getOut().getArray().getValue()))
+          accesses.push_back(op.getOut());
+        for (Attribute input : op.getInputs())
+          if (auto access = dyn_cast<AccessAttr>(input);
+              access && arrays.contains(access.getArray().getValue()))
+            accesses.push_back(access);
+        if (!accesses.empty())
+          result.push_back({op, accesses});
+      });
+  return result;
+}
+
+static LogicalResult requireTemporary(BufferOp buffer, std::string &reason) {
+  if (buffer.isTemporary())
+    return success();
+  reason = "'" + buffer.getSymName().str() + "' is a kernel " +
+           (buffer.isInput() ? "input" : "output") +
+           "; only temporaries can be changed";
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// reuse_dims / materialize_dims
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
+                                          bool reuse, std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  int64_t current = buffer.getReuse()[dim];
+  if (reuse && (current != 0 || buffer.getShape()[dim] == 1)) {
+    reason = current ? "the dimension already stores " +
+                           std::to_string(current) + " element(s)"
+                     : std::string("the dimension has a single element");
+    return failure();
+  }
+  if (!reuse && current != 1) {
+    reason = current == 0 ? "the dimension is fully materialized"
+                          : "only a reuse factor of 1 is undone by this move";
+    return failure();
+  }
+  auto accesses = getBufferAccesses(buffer);
+  if (accesses.empty()) {
+    reason = "nothing accesses the buffer";
+    return failure();
+  }
+  // Every access indexes the dimension by exactly {e}, for one e, inside
+  // one scope S at depth e.
+  std::optional<unsigned> depth;
+  ScopeOp scope;
+  for (auto &[op, list] : accesses) {
+    for (AccessAttr access : list) {
+      LinearForm form = access.getLinearForms()[dim];
+      bool single = form.constant == 0 &&
+                    llvm::count_if(form.coeffs, [](int64_t c) { return c; }) ==
+                        1 &&
+                    form.coeffs.back() == 1;
+      if (!single || (depth && *depth != form.coeffs.size() - 1)) {
+        reason = "the accesses do not all index dimension " +
+                 std::to_string(dim) + " by the same scope variable";
+        return failure();
+      }
+      depth = form.coeffs.size() - 1;
+    }
+    Operation *ancestor = op;
+    for (unsigned d = op.getDepth(); d > *depth; --d)
+      ancestor = ancestor->getParentOp();
+    auto s = cast<ScopeOp>(ancestor);
+    if (scope && s != scope) {
+      reason = "the buffer is accessed in more than one scope at depth " +
+               std::to_string(*depth);
+      return failure();
+    }
+    scope = s;
+  }
+  // No element may be shared between two executions of S, i.e. between
+  // instances that differ in an enclosing variable.
+  SmallVector<ComputeOp> ops;
+  for (auto &entry : accesses)
+    ops.push_back(entry.first);
+  DependenceAnalysis deps(buffer->getParentOfType<KernelOp>());
+  for (unsigned k = 0; k < *depth; ++k) {
+    std::string conflict;
+    if (deps.mayConflict(ops, ops, k, {{k, /*aGreater=*/true}},
+                         /*reductionsCommute=*/false, &conflict, buffer)) {
+      reason = "elements of '" + conflict +
+               "' live across iterations of an enclosing scope (depth " +
+               std::to_string(k) + ")";
+      return failure();
+    }
+  }
+  return success();
+}
+
+void mlir::perfdojo::reuseDim(RewriterBase &rewriter, BufferOp buffer,
+                              unsigned dim, bool reuse) {
+  SmallVector<int64_t> factors(buffer.getReuse());
+  factors[dim] = reuse ? 1 : 0;
+  rewriter.modifyOpInPlace(buffer, [&] { buffer.setReuse(factors); });
+}
+
+//===----------------------------------------------------------------------===//
+// set_location
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::perfdojo::canSetLocation(BufferOp buffer,
+                                             BufferLocation location,
+                                             std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  if (buffer.getLocation() == location) {
+    reason = "the buffer is already on " +
+             stringifyBufferLocation(location).str();
+    return failure();
+  }
+  int64_t stored = buffer.getStoredElementCount();
+  if (location == BufferLocation::reg && stored > 64) {
+    reason = "registers hold at most 64 stored elements, the buffer stores " +
+             std::to_string(stored);
+    return failure();
+  }
+  if (location == BufferLocation::stack && stored > (int64_t(1) << 16)) {
+    reason = "the stack holds at most 65536 stored elements, the buffer "
+             "stores " +
+             std::to_string(stored);
+    return failure();
+  }
+  if (location == BufferLocation::shared) {
+    // Each GPU block gets its own copy: every access must be inside one grid
+    // scope whose iterations share no element of the buffer.
+    ScopeOp grid;
+    SmallVector<ComputeOp> ops;
+    for (auto &[op, list] : getBufferAccesses(buffer)) {
+      ScopeOp outermost;
+      for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
+           p = p->getParentOp())
+        if (s.getMapping() == Mapping::grid)
+          outermost = s;
+      if (!outermost || (grid && grid != outermost)) {
+        reason = "GPU shared memory needs every access inside one grid scope";
+        return failure();
+      }
+      grid = outermost;
+      ops.push_back(op);
+    }
+    if (!grid) {
+      reason = "nothing accesses the buffer";
+      return failure();
+    }
+    DependenceAnalysis deps(buffer->getParentOfType<KernelOp>());
+    unsigned depth = grid.getDepth();
+    std::string conflict;
+    if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
+                         /*reductionsCommute=*/false, &conflict, buffer)) {
+      reason = "iterations of the grid scope share elements of the buffer";
+      return failure();
+    }
+  }
+  return success();
+}
+
+void mlir::perfdojo::setLocation(RewriterBase &rewriter, BufferOp buffer,
+                                 BufferLocation location) {
+  rewriter.modifyOpInPlace(buffer, [&] { buffer.setLocation(location); });
+}
+
+//===----------------------------------------------------------------------===//
+// permute_dims
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::perfdojo::canPermuteDims(BufferOp buffer, unsigned dim,
+                                             std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  if (dim + 1 >= buffer.getShape().size()) {
+    reason = "dimension " + std::to_string(dim) +
+             " has no next dimension to exchange with";
+    return failure();
+  }
+  return success();
+}
+
+void mlir::perfdojo::permuteDims(RewriterBase &rewriter, BufferOp buffer,
+                                 unsigned dim) {
+  SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
+  std::swap(shape[dim], shape[dim + 1]);
+  std::swap(reuse[dim], reuse[dim + 1]);
+  rewriter.modifyOpInPlace(buffer, [&] {
+    buffer.setShape(shape);
+    buffer.setReuse(reuse);
+  });
+  llvm::StringSet<> arrays;
+  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+    arrays.insert(name);
+  MLIRContext *ctx = buffer.getContext();
+  auto swapIndices = [&](AccessAttr access) -> AccessAttr {
+    if (!arrays.contains(access.getArray().getValue()))
+      return access;
+    SmallVector<LinearForm> forms = access.getLinearForms();
+    std::swap(forms[dim], forms[dim + 1]);
+    return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
+  };
+  for (auto &[op, list] : getBufferAccesses(buffer)) {
+    SmallVector<Attribute> inputs;
+    for (Attribute input : op.getInputs())
+      inputs.push_back(isa<AccessAttr>(input)
+                           ? swapIndices(cast<AccessAttr>(input))
+                           : input);
+    ComputeOp compute = op;
+    rewriter.modifyOpInPlace(compute, [&] {
+      compute.setOutAttr(swapIndices(compute.getOut()));
+      compute.setInputsAttr(ArrayAttr::get(ctx, inputs));
+    });
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// pad_dim / unpad_dim
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::perfdojo::canPadDim(BufferOp buffer, unsigned dim,
+                                        int64_t amount, bool grow,
+                                        std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  if (buffer.getReuse()[dim] != 0) {
+    reason = "dimension " + std::to_string(dim) +
+             " is reused; padding applies to materialized dimensions";
+    return failure();
+  }
+  int64_t size = buffer.getShape()[dim];
+  if (amount <= 0 || (grow && amount > kMaxExtent - size) ||
+      (!grow && amount >= size)) {
+    reason = "cannot " + std::string(grow ? "grow" : "shrink") +
+             " a dimension of " + std::to_string(size) + " by " +
+             std::to_string(amount);
+    return failure();
+  }
+  if (grow)
+    return success();
+  // Shrinking: every access must stay below the new size.
+  for (auto &[op, list] : getBufferAccesses(buffer)) {
+    SmallVector<int64_t> extents;
+    for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
+         p = p->getParentOp())
+      extents.insert(extents.begin(), s.getSize());
+    for (AccessAttr access : list) {
+      auto [lo, hi] = access.getLinearForms()[dim].range(extents);
+      (void)lo;
+      if (hi >= size - amount) {
+        reason = "an access reaches index " + std::to_string((long long)hi) +
+                 ", beyond the shrunk size " + std::to_string(size - amount);
+        return failure();
+      }
+    }
+  }
+  return success();
+}
+
+void mlir::perfdojo::padDim(RewriterBase &rewriter, BufferOp buffer,
+                            unsigned dim, int64_t amount, bool grow) {
+  SmallVector<int64_t> shape(buffer.getShape());
+  shape[dim] += grow ? amount : -amount;
+  rewriter.modifyOpInPlace(buffer, [&] { buffer.setShape(shape); });
+}
