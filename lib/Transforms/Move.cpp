@@ -1,6 +1,8 @@
 //===- Move.cpp - Move locations, registry, apply and enumerate -----------===//
 
 #include "PerfDojo/Transforms/Move.h"
+#include "PerfDojo/Conversion/TextForm.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -221,6 +223,16 @@ LogicalResult mlir::perfdojo::applyMove(RewriterBase &rewriter,
   if (failed(loc) ||
       failed(move.move->check(*loc, move.location.params, reason)))
     return failure();
+  // Before the first move, remember the original kernel so that any move
+  // can later be undone by replaying the others.
+  if (!kernel->hasAttr(kOriginalAttrName)) {
+    std::string original;
+    llvm::raw_string_ostream os(original);
+    if (succeeded(exportTextForm(kernel, os)))
+      rewriter.modifyOpInPlace(kernel, [&] {
+        kernel->setAttr(kOriginalAttrName, rewriter.getStringAttr(original));
+      });
+  }
   move.move->apply(rewriter, *loc, move.location.params);
   SmallVector<Attribute> history;
   if (auto old = kernel->getAttrOfType<ArrayAttr>(kHistoryAttrName))
@@ -302,4 +314,62 @@ SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel) {
   for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
     llvm::append_range(legal, enumerateMoves(kernel, *move));
   return legal;
+}
+
+LogicalResult mlir::perfdojo::undoMove(RewriterBase &rewriter, KernelOp kernel,
+                                       unsigned index, std::string &reason) {
+  auto history = kernel->getAttrOfType<ArrayAttr>(kHistoryAttrName);
+  auto original = kernel->getAttrOfType<StringAttr>(kOriginalAttrName);
+  if (!history || !original) {
+    reason = "the kernel carries no move history";
+    return failure();
+  }
+  if (index < 1 || index > history.size()) {
+    reason = "move " + std::to_string(index) + " does not exist; the history "
+             "holds " + std::to_string(history.size()) + " move" +
+             (history.size() == 1 ? "" : "s");
+    return failure();
+  }
+  // Rebuild the original in a scratch module, replay, then swap it in.
+  MLIRContext *ctx = kernel.getContext();
+  std::string importError;
+  OwningOpRef<ModuleOp> scratch;
+  {
+    ScopedDiagnosticHandler silence(ctx, [&](Diagnostic &diag) {
+      importError = diag.str();
+      return success();
+    });
+    scratch = importTextForm(original.getValue(), "perfdojo.original", ctx);
+  }
+  if (!scratch) {
+    reason = "the recorded original does not parse: " + importError;
+    return failure();
+  }
+  KernelOp rebuilt = *scratch->getOps<KernelOp>().begin();
+  IRRewriter scratchRewriter(ctx);
+  for (auto [i, attr] : llvm::enumerate(history)) {
+    if (i + 1 == index)
+      continue;
+    StringRef text = cast<StringAttr>(attr).getValue();
+    std::string why;
+    FailureOr<MoveInstance> move = parseMove(text, why);
+    if (failed(move) ||
+        failed(applyMove(scratchRewriter, rebuilt, *move, why))) {
+      reason = "move " + std::to_string(i + 1) + " '" + text.str() +
+               "' no longer applies: " + why;
+      return failure();
+    }
+  }
+  // The replay recorded its own history (and the same original).
+  rewriter.setInsertionPoint(kernel);
+  Operation *replacement = rebuilt->clone();
+  rewriter.insert(replacement);
+  if (!replacement->hasAttr(kHistoryAttrName)) {
+    // Undoing the only move leaves the original, which has no history.
+    rewriter.modifyOpInPlace(replacement, [&] {
+      replacement->removeAttr(kOriginalAttrName);
+    });
+  }
+  rewriter.eraseOp(kernel);
+  return success();
 }

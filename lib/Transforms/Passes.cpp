@@ -9,6 +9,7 @@ namespace mlir {
 namespace perfdojo {
 #define GEN_PASS_DEF_APPLYMOVESPASS
 #define GEN_PASS_DEF_LISTMOVESPASS
+#define GEN_PASS_DEF_UNDOMOVEPASS
 #include "PerfDojo/Transforms/Passes.h.inc"
 } // namespace perfdojo
 } // namespace mlir
@@ -107,6 +108,24 @@ struct ListMovesPass : public perfdojo::impl::ListMovesPassBase<ListMovesPass> {
     for (const MoveInstance &move : enumerateMoves(kernel))
       llvm::outs() << move.str() << "\n";
     markAllAnalysesPreserved();
+  }
+};
+
+struct UndoMovePass : public perfdojo::impl::UndoMovePassBase<UndoMovePass> {
+  using UndoMovePassBase::UndoMovePassBase;
+
+  void runOnOperation() override {
+    registerAllMoves();
+    KernelOp kernel = selectKernel(getOperation(), kernelName);
+    if (!kernel)
+      return signalPassFailure();
+    IRRewriter rewriter(&getContext());
+    std::string reason;
+    if (failed(undoMove(rewriter, kernel, move, reason))) {
+      kernel.emitError("cannot undo move ")
+          << static_cast<unsigned>(move) << ": " << reason;
+      return signalPassFailure();
+    }
   }
 };
 } // namespace

@@ -50,19 +50,27 @@ static int runOpt(int argc, char **argv, DialectRegistry &registry) {
   return 0;
 }
 
-/// `--pd-apply=<moves>` is shorthand for `--pd-apply="moves=<moves>"`, the
-/// pass option form that pass pipelines and mlir-opt plugins use.
+/// `--pd-apply=<moves>` is shorthand for `--pd-apply="moves=<moves>"` and
+/// `--pd-undo=<k>` for `--pd-undo="move=<k>"`, the pass option forms that
+/// pass pipelines and mlir-opt plugins use.
 static void expandApplyShorthand(std::vector<char *> &args,
                                  std::vector<std::string> &storage) {
   storage.reserve(args.size());
   for (char *&arg : args) {
     llvm::StringRef text(arg);
-    if (!text.consume_front("--pd-apply=") && !text.consume_front("-pd-apply="))
+    if (text.consume_front("--pd-apply=") || text.consume_front("-pd-apply=")) {
+      if (text.starts_with("moves=") || text.starts_with("moves-file=") ||
+          text.starts_with("kernel="))
+        continue;
+      storage.push_back("--pd-apply=moves=" + text.str());
+    } else if (text.consume_front("--pd-undo=") ||
+               text.consume_front("-pd-undo=")) {
+      if (text.starts_with("move=") || text.starts_with("kernel="))
+        continue;
+      storage.push_back("--pd-undo=move=" + text.str());
+    } else {
       continue;
-    if (text.starts_with("moves=") || text.starts_with("moves-file=") ||
-        text.starts_with("kernel="))
-      continue;
-    storage.push_back("--pd-apply=moves=" + text.str());
+    }
     arg = storage.back().data();
   }
 }

@@ -143,6 +143,16 @@ SmallVector<MoveInstance> enumerateMoves(KernelOp kernel, const Move &move);
 /// Name of the kernel attribute holding the applied moves (an array of
 /// strings).
 constexpr StringLiteral kHistoryAttrName = "perfdojo.history";
+/// Name of the kernel attribute holding the kernel as it was before its
+/// first move, in canonical text form.
+constexpr StringLiteral kOriginalAttrName = "perfdojo.original";
+
+/// Removes the `index`-th move (1-based) of `kernel`'s history: rebuilds the
+/// original kernel and replays every other move in order. On success the
+/// kernel is replaced in place; otherwise it is unchanged and `reason` names
+/// the first move that no longer applies.
+LogicalResult undoMove(RewriterBase &rewriter, KernelOp kernel,
+                       unsigned index, std::string &reason);
 
 } // namespace perfdojo
 } // namespace mlir

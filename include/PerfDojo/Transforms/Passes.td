@@ -51,4 +51,28 @@ def ListMovesPass : Pass<"pd-list-moves", "::mlir::ModuleOp"> {
   ];
 }
 
+def UndoMovePass : Pass<"pd-undo", "::mlir::ModuleOp"> {
+  let summary = "Remove one move from the kernel's history, keeping the later ones";
+  let description = [{
+    Every kernel that moves were applied to carries its history (the
+    `perfdojo.history` attribute) and its original form
+    (`perfdojo.original`). `pd-undo` rebuilds the original, replays every
+    move but the `move`-th (1-based), and replaces the kernel with the
+    result. If a later move no longer applies without the removed one, the
+    pass fails naming that move and the kernel is left unchanged.
+
+    ```sh
+    pd-opt k.mlir --pd-apply=join_scopes@t:0,tile_scope@y:1:4 | pd-opt --pd-undo=1
+    ```
+
+    `pd-opt --pd-undo=K` is shorthand for `--pd-undo="move=K"`.
+  }];
+  let options = [
+    Option<"move", "move", "unsigned", "0",
+           "the move to remove, 1-based, in history order">,
+    Option<"kernelName", "kernel", "std::string", "\"\"",
+           "the kernel to change when the module holds several">
+  ];
+}
+
 #endif // PERFDOJO_TRANSFORMS_PASSES_TD
