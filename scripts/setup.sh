@@ -13,7 +13,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # MLIR, lit, FileCheck
   clang-22 lld-22 libomp-22-dev                           # compiler, linker
   cmake ninja-build                                        # build
-  libgtest-dev                                             # unit tests
+  libgtest-dev libbenchmark-dev                            # tests, benchmarks
   python3 python3-numpy                                    # reference checks
 )
 missing=()

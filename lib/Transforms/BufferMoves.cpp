@@ -269,23 +269,27 @@ LogicalResult mlir::perfdojo::canPadDim(BufferOp buffer, unsigned dim,
   }
   if (grow)
     return success();
-  // Shrinking: every access must stay below the new size.
+  int64_t unused = getUnusedTail(buffer, dim);
+  if (amount > unused) {
+    reason = "an access reaches index " + std::to_string(size - 1 - unused) +
+             ", beyond the shrunk size " + std::to_string(size - amount);
+    return failure();
+  }
+  return success();
+}
+
+int64_t mlir::perfdojo::getUnusedTail(BufferOp buffer, unsigned dim) {
+  int64_t size = buffer.getShape()[dim];
+  __int128 highest = -1;
   for (auto &[op, list] : getBufferAccesses(buffer)) {
     SmallVector<int64_t> extents;
     for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
          p = p->getParentOp())
       extents.insert(extents.begin(), s.getSize());
-    for (AccessAttr access : list) {
-      auto [lo, hi] = access.getLinearForms()[dim].range(extents);
-      (void)lo;
-      if (hi >= size - amount) {
-        reason = "an access reaches index " + std::to_string((long long)hi) +
-                 ", beyond the shrunk size " + std::to_string(size - amount);
-        return failure();
-      }
-    }
+    for (AccessAttr access : list)
+      highest = std::max(highest, access.getLinearForms()[dim].range(extents).second);
   }
-  return success();
+  return size - 1 - static_cast<int64_t>(highest);
 }
 
 void mlir::perfdojo::padDim(RewriterBase &rewriter, BufferOp buffer,

@@ -114,16 +114,9 @@ SmallVector<SmallVector<std::string, 2>> padChoices(const ResolvedLocation &loc)
 /// reaches.
 SmallVector<SmallVector<std::string, 2>>
 unpadChoices(const ResolvedLocation &loc) {
-  BufferOp buffer = loc.buffer;
-  int64_t size = buffer.getShape()[loc.dim];
   SmallVector<SmallVector<std::string, 2>> choices{{"1"}};
-  for (int64_t amount = size - 1; amount > 1; --amount) {
-    std::string reason;
-    if (succeeded(canPadDim(buffer, loc.dim, amount, false, reason))) {
-      choices.push_back({std::to_string(amount)});
-      break;
-    }
-  }
+  if (int64_t unused = getUnusedTail(loc.buffer, loc.dim); unused > 1)
+    choices.push_back({std::to_string(unused)});
   return choices;
 }
 

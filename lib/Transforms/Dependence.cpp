@@ -196,9 +196,43 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
       if (!buffer || buffer != arrays.lookup(y.attr.getArray().getValue()) ||
           (only && buffer != only))
         continue;
-      ConflictSystem system(extentsA, extentsB, tie);
       SmallVector<LinearForm> fx = x.attr.getLinearForms(),
                               fy = y.attr.getLinearForms();
+      // Exact and cheap: if the index ranges of a materialized dimension do
+      // not overlap, the accesses never meet.
+      bool disjoint = false;
+      for (unsigned d = 0; d < fx.size() && !disjoint; ++d) {
+        if (buffer.getReuse()[d])
+          continue;
+        auto [loX, hiX] = fx[d].range(extentsA);
+        auto [loY, hiY] = fy[d].range(extentsB);
+        disjoint = hiX < loY || hiY < loX;
+      }
+      if (disjoint)
+        continue;
+      // Also exact and cheap: a materialized dimension indexed identically
+      // by both, through exactly one variable {k} of their own, forces
+      // a_k == b_k, which contradicts any strict order at depth k.
+      bool forcedEqual = false;
+      for (unsigned d = 0; d < fx.size() && !forcedEqual; ++d) {
+        if (buffer.getReuse()[d] || !(fx[d] == fy[d]))
+          continue;
+        std::optional<unsigned> own;
+        bool single = true;
+        for (unsigned k = tie; k < fx[d].coeffs.size(); ++k) {
+          if (!fx[d].coeffs[k])
+            continue;
+          single = !own.has_value();
+          own = k;
+        }
+        if (!single || !own)
+          continue;
+        forcedEqual = llvm::any_of(
+            order, [&](const IterationOrder &o) { return o.depth == *own; });
+      }
+      if (forcedEqual)
+        continue;
+      ConflictSystem system(extentsA, extentsB, tie);
       for (unsigned d = 0; d < fx.size(); ++d)
         system.addSameIndex(fx[d], fy[d], buffer.getReuse()[d]);
       for (const IterationOrder &o : order)

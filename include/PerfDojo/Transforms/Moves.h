@@ -90,6 +90,8 @@ LogicalResult canPadDim(BufferOp buffer, unsigned dim, int64_t amount,
                         bool grow, std::string &reason);
 void padDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,
             int64_t amount, bool grow);
+/// How many trailing elements of dimension `dim` no access reaches.
+int64_t getUnusedTail(BufferOp buffer, unsigned dim);
 
 } // namespace perfdojo
 } // namespace mlir
