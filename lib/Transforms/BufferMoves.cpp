@@ -104,6 +104,14 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
     }
     scope = s;
   }
+  // The iterations of S share one slot, so they must run one after another.
+  Mapping mapping = scope.getMapping();
+  if (mapping != Mapping::seq && mapping != Mapping::unroll) {
+    reason = "the scope indexing the dimension is mapped " +
+             stringifyMapping(mapping).str() +
+             "; its iterations would share one element concurrently";
+    return failure();
+  }
   // No element may be shared between two executions of S, i.e. between
   // instances that differ in an enclosing variable.
   SmallVector<ComputeOp> ops;

@@ -65,8 +65,9 @@ void setMapping(RewriterBase &rewriter, ScopeOp scope, Mapping mapping);
 
 /// Stores only one element of dimension `dim` of a temporary (`:1`), or
 /// materializes it again. Both are legal when every access indexes the
-/// dimension by the variable `{e}` of one scope S that encloses all accesses
-/// to the buffer, and no element is shared between two executions of S.
+/// dimension by the variable `{e}` of one sequential or unrolled scope S that
+/// encloses all accesses to the buffer, and no element is shared between two
+/// executions of S.
 LogicalResult canReuseDim(BufferOp buffer, unsigned dim, bool reuse,
                           std::string &reason);
 void reuseDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,

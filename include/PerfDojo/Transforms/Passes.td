@@ -25,7 +25,7 @@ def ApplyMovesPass : Pass<"pd-apply", "::mlir::ModuleOp"> {
     ListOption<"moves", "moves", "std::string",
                "moves to apply, in order (name@location[:param...])">,
     Option<"movesFile", "moves-file", "std::string", "\"\"",
-           "a file of moves, one per line (# starts a comment)">,
+           "a file of moves, one per line; # at the start of a line or after a blank starts a comment">,
     Option<"kernelName", "kernel", "std::string", "\"\"",
            "the kernel to transform when the module holds several">
   ];
