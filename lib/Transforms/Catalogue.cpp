@@ -25,15 +25,17 @@ class FunctionMove : public Move {
 public:
   FunctionMove(StringRef name, StringRef summary, StringRef inverse,
                LocationKind kind, CheckFn check, ApplyFn apply,
-               ArrayRef<StringRef> params = {}, ChoicesFn choices = nullptr)
+               ArrayRef<StringRef> params = {}, ChoicesFn choices = nullptr,
+               bool perChild = false)
       : name(name), summary(summary), inverse(inverse), kind(kind),
         params(params), checkFn(std::move(check)), applyFn(std::move(apply)),
-        choicesFn(std::move(choices)) {}
+        choicesFn(std::move(choices)), perChild(perChild) {}
 
   StringRef getName() const override { return name; }
   StringRef getSummary() const override { return summary; }
   StringRef getInverseName() const override { return inverse; }
   LocationKind getLocationKind() const override { return kind; }
+  bool locatesChild() const override { return perChild; }
   ArrayRef<StringRef> getParamNames() const override { return params; }
   LogicalResult check(const ResolvedLocation &loc,
                       ArrayRef<std::string> values,
@@ -56,6 +58,7 @@ private:
   CheckFn checkFn;
   ApplyFn applyFn;
   ChoicesFn choicesFn;
+  bool perChild;
 };
 
 /// Parses a positive integer parameter.
@@ -219,7 +222,8 @@ void mlir::perfdojo::registerAllMoves() {
         return canSplitScope(loc.scope, loc.op, reason);
       },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
-         ArrayRef<std::string>) { splitScope(rewriter, loc.scope, loc.op); }));
+         ArrayRef<std::string>) { splitScope(rewriter, loc.scope, loc.op); },
+      ArrayRef<StringRef>{}, nullptr, /*perChild=*/true));
 
   registry.add(std::make_unique<FunctionMove>(
       "swap_nested_scopes",

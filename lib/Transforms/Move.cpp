@@ -177,7 +177,7 @@ mlir::perfdojo::resolveLocation(KernelOp kernel, LocationKind kind,
     error = count == 0
                 ? "no operation writes '" + location.name + "'"
                 : std::to_string(count) + " operation" +
-                      (count == 1 ? "" : "s") + " write '" + location.name +
+                      (count == 1 ? " writes '" : "s write '") + location.name +
                       "'; #" + std::to_string(location.ordinal) +
                       " does not exist";
     return failure();
@@ -185,8 +185,8 @@ mlir::perfdojo::resolveLocation(KernelOp kernel, LocationKind kind,
   if (kind == LocationKind::Scope) {
     unsigned depth = resolved.op.getDepth();
     if (location.index >= depth) {
-      error = "the operation writing " +
-              location.str(LocationKind::Operation) + " is nested in " +
+      error = "the operation '" + location.str(LocationKind::Operation) +
+              "' is nested in " +
               std::to_string(depth) + " scope" + (depth == 1 ? "" : "s") +
               "; depth " + std::to_string(location.index) +
               " does not exist";
@@ -247,7 +247,8 @@ LogicalResult mlir::perfdojo::applyMove(RewriterBase &rewriter,
 /// The canonical location of every candidate of `kind` in `kernel`: scopes
 /// are named by the first operation in them.
 static SmallVector<MoveLocation> getCandidates(KernelOp kernel,
-                                               LocationKind kind) {
+                                               LocationKind kind,
+                                               bool perChild) {
   SmallVector<MoveLocation> candidates;
   if (kind == LocationKind::Buffer || kind == LocationKind::BufferDim) {
     for (BufferOp buffer : kernel.getBuffers()) {
@@ -272,17 +273,31 @@ static SmallVector<MoveLocation> getCandidates(KernelOp kernel,
       candidates.push_back(loc);
   });
   if (kind == LocationKind::Scope) {
-    kernel.walk<WalkOrder::PreOrder>([&](ScopeOp scope) {
+    // A scope is named by the first operation in it, or, for moves that use
+    // the operation too (split_scope), by the first operation of each child.
+    auto firstOp = [](Operation *root) {
       ComputeOp first;
-      scope.walk<WalkOrder::PreOrder>([&](ComputeOp op) {
+      root->walk<WalkOrder::PreOrder>([&](ComputeOp op) {
         first = op;
         return WalkResult::interrupt();
       });
-      if (!first)
-        return;
-      MoveLocation loc = opLocations[first];
-      loc.index = scope.getDepth();
-      candidates.push_back(loc);
+      return first;
+    };
+    kernel.walk<WalkOrder::PreOrder>([&](ScopeOp scope) {
+      SmallVector<Operation *> roots{scope};
+      if (perChild) {
+        roots.clear();
+        for (Operation &child : scope.getBodyBlock())
+          roots.push_back(&child);
+      }
+      for (Operation *root : roots) {
+        ComputeOp first = firstOp(root);
+        if (!first)
+          continue;
+        MoveLocation loc = opLocations[first];
+        loc.index = scope.getDepth();
+        candidates.push_back(loc);
+      }
     });
   }
   return candidates;
@@ -293,7 +308,8 @@ SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
   SmallVector<MoveInstance> legal;
   std::string reason;
   for (const MoveLocation &candidate :
-       getCandidates(kernel, move.getLocationKind())) {
+       getCandidates(kernel, move.getLocationKind(),
+                     move.locatesChild())) {
     FailureOr<ResolvedLocation> loc =
         resolveLocation(kernel, move.getLocationKind(), candidate, reason);
     if (failed(loc))

@@ -28,8 +28,10 @@ static ScopeOp getOnlyChildScope(ScopeOp scope) {
   return dyn_cast<ScopeOp>(body.front());
 }
 
+/// Interchange keeps only sequential semantics: a parallel scope moved to
+/// another level would need its independence proven there again.
 static bool isLoopMapping(Mapping m) {
-  return m == Mapping::seq || m == Mapping::unroll || m == Mapping::parallel;
+  return m == Mapping::seq || m == Mapping::unroll;
 }
 
 LogicalResult mlir::perfdojo::canSwapNestedScopes(ScopeOp outer,
@@ -40,8 +42,8 @@ LogicalResult mlir::perfdojo::canSwapNestedScopes(ScopeOp outer,
     return failure();
   }
   if (!isLoopMapping(outer.getMapping()) || !isLoopMapping(inner.getMapping())) {
-    reason = "only sequential, unrolled or parallel scopes can be "
-             "interchanged; unset the " +
+    reason = "only sequential or unrolled scopes can be interchanged; unset "
+             "the " +
              stringifyMapping(isLoopMapping(outer.getMapping())
                                   ? inner.getMapping()
                                   : outer.getMapping())

@@ -55,9 +55,34 @@ LogicalResult mlir::perfdojo::canJoinScopes(ScopeOp first,
              stringifyMapping(second.getMapping()).str() + ")";
     return failure();
   }
-  return checkInterleaving(first->getParentOfType<KernelOp>(),
-                           collectComputeOps(first), collectComputeOps(second),
-                           first.getDepth(), reason);
+  Mapping mapping = first.getMapping();
+  if (mapping == Mapping::vector) {
+    reason = "a vector scope wraps exactly one operation; unset the vector "
+             "mappings first";
+    return failure();
+  }
+  KernelOp kernel = first->getParentOfType<KernelOp>();
+  SmallVector<ComputeOp> a = collectComputeOps(first),
+                         b = collectComputeOps(second);
+  unsigned depth = first.getDepth();
+  if (failed(checkInterleaving(kernel, a, b, depth, reason)))
+    return failure();
+  // Iterations of a parallel or GPU scope run concurrently: the fused
+  // bodies must also be independent across different iterations the other
+  // way round (each scope alone already was).
+  if (mapping != Mapping::seq && mapping != Mapping::unroll) {
+    DependenceAnalysis deps(kernel);
+    std::string buffer;
+    if (deps.mayConflict(a, b, depth, {{depth, /*aGreater=*/false}},
+                         /*reductionsCommute=*/false, &buffer)) {
+      reason = "the fused iterations run concurrently (" +
+               stringifyMapping(mapping).str() +
+               ") and different iterations touch the same element of '" +
+               buffer + "'";
+      return failure();
+    }
+  }
+  return success();
 }
 
 void mlir::perfdojo::joinScopes(RewriterBase &rewriter, ScopeOp first) {

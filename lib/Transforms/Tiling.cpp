@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/IndexRewrite.h"
 #include "PerfDojo/Transforms/Moves.h"
 
@@ -146,6 +147,23 @@ LogicalResult mlir::perfdojo::canMergeScopes(ScopeOp outer,
   }
   unsigned depth = outer.getDepth();
   int64_t innerSize = inner.getSize();
+  // A parallel merged scope runs all outer*inner iterations concurrently:
+  // iterations must be independent whether they differ in the outer
+  // variable or, for one outer iteration, in the inner one.
+  if (outer.getMapping() == Mapping::parallel) {
+    DependenceAnalysis deps(outer->getParentOfType<KernelOp>());
+    SmallVector<ComputeOp> ops = collectComputeOps(inner);
+    std::string buffer;
+    if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
+                         /*reductionsCommute=*/false, &buffer) ||
+        deps.mayConflict(ops, ops, depth + 1, {{depth + 1, true}}, false,
+                         &buffer)) {
+      reason = "the merged scope would be parallel, but different iterations "
+               "touch the same element of '" +
+               buffer + "'";
+      return failure();
+    }
+  }
   if (failed(canRewriteIndices(
           inner,
           [&](const LinearForm &f) { return mergeForm(f, depth, innerSize); },
@@ -155,9 +173,10 @@ LogicalResult mlir::perfdojo::canMergeScopes(ScopeOp outer,
             return d > depth + 1 ? d - 1 : d;
           },
           reason))) {
-    reason += "; merging needs every index to use the scopes as {" +
-              std::to_string(depth) + "}*" + std::to_string(innerSize) +
-              "+{" + std::to_string(depth + 1) + "}";
+    if (reason.find("as a value") == std::string::npos)
+      reason += "; merging needs every index to use the scopes as {" +
+                std::to_string(depth) + "}*" + std::to_string(innerSize) +
+                "+{" + std::to_string(depth + 1) + "}";
     return failure();
   }
   return success();

@@ -75,6 +75,10 @@ public:
   /// The move that undoes this one.
   virtual StringRef getInverseName() const = 0;
   virtual LocationKind getLocationKind() const = 0;
+  /// True for scope moves whose effect depends on the operation that names
+  /// the scope (split_scope splits after that operation's child): they are
+  /// enumerated once per child instead of once per scope.
+  virtual bool locatesChild() const { return false; }
   /// Names of the parameters after the location (e.g. {"size"}).
   virtual ArrayRef<StringRef> getParamNames() const { return {}; }
 
