@@ -50,6 +50,31 @@ static LogicalResult requireTemporary(BufferOp buffer, std::string &reason) {
   return failure();
 }
 
+/// Whether `stored` elements fit the buffer's location and the dialect's
+/// limit (2^48 stored elements).
+static LogicalResult checkCapacity(BufferLocation location, __int128 stored,
+                                   std::string &reason) {
+  int64_t limit = location == BufferLocation::reg     ? 64
+                  : location == BufferLocation::stack ? int64_t(1) << 16
+                                                      : kMaxExtent * 256;
+  if (stored <= limit)
+    return success();
+  reason = "the buffer would store " +
+           std::to_string(static_cast<long long>(
+               std::min<__int128>(stored, INT64_MAX))) +
+           " elements; " + stringifyBufferLocation(location).str() +
+           " holds at most " + std::to_string(limit);
+  return failure();
+}
+
+/// Stored element count with dimension `dim` storing `extent` elements.
+static __int128 storedWith(BufferOp buffer, unsigned dim, int64_t extent) {
+  __int128 count = 1;
+  for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+    count *= d == dim ? extent : buffer.getStoredExtent(d);
+  return count;
+}
+
 //===----------------------------------------------------------------------===//
 // reuse_dims / materialize_dims
 //===----------------------------------------------------------------------===//
@@ -106,7 +131,7 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
   }
   // The iterations of S share one slot, so they must run one after another.
   Mapping mapping = scope.getMapping();
-  if (mapping != Mapping::seq && mapping != Mapping::unroll) {
+  if (reuse && mapping != Mapping::seq && mapping != Mapping::unroll) {
     reason = "the scope indexing the dimension is mapped " +
              stringifyMapping(mapping).str() +
              "; its iterations would share one element concurrently";
@@ -117,7 +142,17 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
   SmallVector<ComputeOp> ops;
   for (auto &entry : accesses)
     ops.push_back(entry.first);
+  // Judge the storage as it is with the dimension materialized: that is the
+  // program both before a reuse and after a materialization.
   DependenceAnalysis deps(buffer->getParentOfType<KernelOp>());
+  SmallVector<int64_t> materialized(buffer.getReuse());
+  materialized[dim] = 0;
+  deps.overrideReuse(buffer, materialized);
+  if (!reuse && failed(checkCapacity(buffer.getLocation(),
+                                     storedWith(buffer, dim,
+                                                buffer.getShape()[dim]),
+                                     reason)))
+    return failure();
   for (unsigned k = 0; k < *depth; ++k) {
     std::string conflict;
     if (deps.mayConflict(ops, ops, k, {{k, /*aGreater=*/true}},
@@ -167,32 +202,35 @@ LogicalResult mlir::perfdojo::canSetLocation(BufferOp buffer,
   if (location == BufferLocation::shared) {
     // Each GPU block gets its own copy: every access must be inside one grid
     // scope whose iterations share no element of the buffer.
-    ScopeOp grid;
+    // A block is one iteration of every grid scope around the accesses.
+    std::optional<SmallVector<ScopeOp>> grids;
     SmallVector<ComputeOp> ops;
     for (auto &[op, list] : getBufferAccesses(buffer)) {
-      ScopeOp outermost;
+      SmallVector<ScopeOp> around;
       for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
            p = p->getParentOp())
         if (s.getMapping() == Mapping::grid)
-          outermost = s;
-      if (!outermost || (grid && grid != outermost)) {
-        reason = "GPU shared memory needs every access inside one grid scope";
+          around.push_back(s);
+      if (around.empty() || (grids && *grids != around)) {
+        reason = "GPU shared memory needs every access inside the same grid "
+                 "scopes";
         return failure();
       }
-      grid = outermost;
+      grids = around;
       ops.push_back(op);
     }
-    if (!grid) {
+    if (!grids) {
       reason = "nothing accesses the buffer";
       return failure();
     }
     DependenceAnalysis deps(buffer->getParentOfType<KernelOp>());
-    unsigned depth = grid.getDepth();
-    std::string conflict;
-    if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
-                         /*reductionsCommute=*/false, &conflict, buffer)) {
-      reason = "iterations of the grid scope share elements of the buffer";
-      return failure();
+    for (ScopeOp grid : *grids) {
+      unsigned depth = grid.getDepth();
+      if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
+                           /*reductionsCommute=*/false, nullptr, buffer)) {
+        reason = "iterations of the grid scope share elements of the buffer";
+        return failure();
+      }
     }
   }
   return success();
@@ -272,11 +310,13 @@ LogicalResult mlir::perfdojo::canPadDim(BufferOp buffer, unsigned dim,
       (!grow && amount >= size)) {
     reason = "cannot " + std::string(grow ? "grow" : "shrink") +
              " a dimension of " + std::to_string(size) + " by " +
-             std::to_string(amount);
+             std::to_string(amount) +
+             (grow ? " (sizes are at most 2^40)" : "");
     return failure();
   }
   if (grow)
-    return success();
+    return checkCapacity(buffer.getLocation(),
+                         storedWith(buffer, dim, size + amount), reason);
   int64_t unused = getUnusedTail(buffer, dim);
   if (amount > unused) {
     reason = "an access reaches index " + std::to_string(size - 1 - unused) +

@@ -179,6 +179,12 @@ private:
 };
 } // namespace
 
+ArrayRef<int64_t> DependenceAnalysis::getReuse(BufferOp buffer) const {
+  auto it = reuseOverrides.find(buffer);
+  return it != reuseOverrides.end() ? ArrayRef<int64_t>(it->second)
+                                    : buffer.getReuse();
+}
+
 bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
                                      ArrayRef<IterationOrder> order,
                                      bool reductionsCommute,
@@ -200,9 +206,10 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
                               fy = y.attr.getLinearForms();
       // Exact and cheap: if the index ranges of a materialized dimension do
       // not overlap, the accesses never meet.
+      ArrayRef<int64_t> reuse = getReuse(buffer);
       bool disjoint = false;
       for (unsigned d = 0; d < fx.size() && !disjoint; ++d) {
-        if (buffer.getReuse()[d])
+        if (reuse[d])
           continue;
         auto [loX, hiX] = fx[d].range(extentsA);
         auto [loY, hiY] = fy[d].range(extentsB);
@@ -215,7 +222,7 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
       // a_k == b_k, which contradicts any strict order at depth k.
       bool forcedEqual = false;
       for (unsigned d = 0; d < fx.size() && !forcedEqual; ++d) {
-        if (buffer.getReuse()[d] || !(fx[d] == fy[d]))
+        if (reuse[d] || !(fx[d] == fy[d]))
           continue;
         std::optional<unsigned> own;
         bool single = true;
@@ -234,7 +241,7 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
         continue;
       ConflictSystem system(extentsA, extentsB, tie);
       for (unsigned d = 0; d < fx.size(); ++d)
-        system.addSameIndex(fx[d], fy[d], buffer.getReuse()[d]);
+        system.addSameIndex(fx[d], fy[d], reuse[d]);
       for (const IterationOrder &o : order)
         system.addOrder(o);
       if (system.isFeasible()) {

@@ -14,6 +14,7 @@
 #define PERFDOJO_TRANSFORMS_DEPENDENCE_H
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir {
@@ -50,8 +51,17 @@ public:
   /// The buffer that holds `array`, or null.
   BufferOp lookup(StringRef array) const { return arrays.lookup(array); }
 
+  /// Analyzes `buffer` as if its reuse factors were `reuse` (for checks of
+  /// moves that change them).
+  void overrideReuse(BufferOp buffer, ArrayRef<int64_t> reuse) {
+    reuseOverrides[buffer] = SmallVector<int64_t>(reuse);
+  }
+
 private:
+  ArrayRef<int64_t> getReuse(BufferOp buffer) const;
+
   llvm::StringMap<BufferOp> arrays;
+  llvm::DenseMap<Operation *, SmallVector<int64_t>> reuseOverrides;
 };
 
 /// The compute operations in the subtree rooted at `root`, in program order.
