@@ -53,6 +53,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -69,42 +70,45 @@ using namespace mlir;
 using namespace mlir::perfdojo;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory walkCategory("pd-walk options");
+
 static cl::list<std::string>
-    inputFilenames(cl::Positional, cl::OneOrMore,
+    inputFilenames(cl::Positional, cl::OneOrMore, cl::cat(walkCategory),
                    cl::desc("<kernel.pd|kernel.mlir>..."));
-static cl::opt<unsigned> numWalks("walks", cl::desc("random walks per kernel"),
+static cl::opt<unsigned> numWalks("walks", cl::cat(walkCategory),
+                                  cl::desc("random walks per kernel"),
                                   cl::init(100));
 static cl::opt<unsigned> firstWalk(
-    "first-walk",
+    "first-walk", cl::cat(walkCategory),
     cl::desc("index of the first walk (walks first-walk .. first-walk+walks-1 "
              "run; with --walks=1 this replays one walk alone)"),
     cl::init(0));
-static cl::opt<unsigned> numSteps("steps", cl::desc("moves per walk"),
-                                  cl::init(30));
-static cl::opt<uint64_t> seed("seed",
+static cl::opt<unsigned> numSteps("steps", cl::cat(walkCategory),
+                                  cl::desc("moves per walk"), cl::init(30));
+static cl::opt<uint64_t> seed("seed", cl::cat(walkCategory),
                               cl::desc("seed of the move choices; each walk's "
                                        "generator is seeded from it, the "
                                        "kernel name and the walk index"),
                               cl::init(1));
-static cl::opt<uint64_t> inputSeed("input-seed",
+static cl::opt<uint64_t> inputSeed("input-seed", cl::cat(walkCategory),
                                    cl::desc("seed of the interpreter inputs"),
                                    cl::init(1));
 static cl::opt<bool> checkEveryStep(
-    "check-every-step",
+    "check-every-step", cl::cat(walkCategory),
     cl::desc("verify, interpret and compare after every move, not only at the "
              "end of each walk"));
 static cl::opt<std::string>
-    replay("replay",
+    replay("replay", cl::cat(walkCategory),
            cl::desc("apply these comma-separated moves to the (single) kernel "
                     "instead of walking, then compare"),
            cl::init(""));
 static cl::opt<std::string> compareWith(
-    "compare-with",
+    "compare-with", cl::cat(walkCategory),
     cl::desc("take the reference outputs from this kernel instead of the "
              "original (a check that the comparison can fail)"),
     cl::init(""));
 static cl::opt<bool> minimize(
-    "minimize",
+    "minimize", cl::cat(walkCategory),
     cl::desc("on a failure, also print a shorter move sequence that still "
              "fails, found by removing moves one at a time"));
 namespace {
@@ -112,7 +116,8 @@ namespace {
 enum class PickMode { Instance, Move };
 } // namespace
 static cl::opt<PickMode> pickMode(
-    "pick", cl::desc("how each step chooses among the legal moves"),
+    "pick", cl::cat(walkCategory),
+    cl::desc("how each step chooses among the legal moves"),
     cl::values(clEnumValN(PickMode::Instance, "instance",
                           "uniformly among all legal move instances (the "
                           "default)"),
@@ -121,27 +126,27 @@ static cl::opt<PickMode> pickMode(
                           "instances uniformly (more even coverage)")),
     cl::init(PickMode::Instance));
 static cl::opt<bool> checkRaces(
-    "check-races",
+    "check-races", cl::cat(walkCategory),
     cl::desc("also check that no two iterations of a parallel, vector, grid, "
              "block or warp scope touch a common storage element with one "
              "writing it (the interpreter runs them in order and cannot see "
              "this)"),
     cl::init(true));
-static cl::opt<bool> printStats("move-stats",
+static cl::opt<bool> printStats("move-stats", cl::cat(walkCategory),
                                 cl::desc("print how often each move was "
                                          "applied and offered"));
-static cl::opt<bool> verbose("verbose",
+static cl::opt<bool> verbose("verbose", cl::cat(walkCategory),
                              cl::desc("print every walk and its moves"));
 static cl::opt<double>
-    tolerance("tolerance",
-              cl::desc("relative tolerance of float outputs (see --help "
-                       "header)"),
+    tolerance("tolerance", cl::cat(walkCategory),
+              cl::desc("tolerance of float outputs, relative to the largest "
+                       "magnitude in each out buffer of the original"),
               cl::init(1e-5));
 static cl::opt<uint64_t>
-    maxOps("max-ops",
+    maxOps("max-ops", cl::cat(walkCategory),
            cl::desc("interpreter limit on executed operations per run"),
            cl::init(uint64_t(1) << 26));
-static cl::opt<uint64_t> maxMiB("max-mib",
+static cl::opt<uint64_t> maxMiB("max-mib", cl::cat(walkCategory),
                                 cl::desc("interpreter memory limit (MiB)"),
                                 cl::init(1024));
 
@@ -349,10 +354,9 @@ namespace {
 class RaceChecker {
 public:
   explicit RaceChecker(KernelOp kernel) : kernel(kernel) {
-    unsigned id = 0;
+    llvm::StringMap<unsigned> storageOf;
     for (BufferOp buffer : kernel.getBuffers()) {
-      Storage storage;
-      storage.id = id++;
+      Storage &storage = storages.emplace_back();
       storage.name = buffer.getSymName().str();
       unsigned rank = buffer.getShape().size();
       storage.stored.resize(rank);
@@ -362,13 +366,37 @@ public:
       for (int d = int(rank) - 2; d >= 0; --d)
         storage.strides[d] = storage.strides[d + 1] * storage.stored[d + 1];
       for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
-        arrays[array] = storage;
+        storageOf[array] = storages.size() - 1;
     }
+    auto compile = [&](AccessAttr attr) {
+      Access access;
+      access.array = attr.getArray().getValue();
+      auto it = storageOf.find(access.array);
+      access.storage = it == storageOf.end() ? -1 : int(it->second);
+      access.forms = attr.getLinearForms();
+      return access;
+    };
     llvm::StringMap<unsigned> ordinals;
-    kernel.walk<WalkOrder::PreOrder>([&](ComputeOp op) {
-      StringRef out = op.getOut().getArray().getValue();
+    kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto scope = dyn_cast<ScopeOp>(op)) {
+        Mapping m = scope.getMapping();
+        if (m != Mapping::seq && m != Mapping::unroll)
+          for (Operation *p = scope; isa<ScopeOp>(p); p = p->getParentOp())
+            hasConcurrent.insert(p);
+        depths[op] = scope.getDepth();
+      }
+      auto compute = dyn_cast<ComputeOp>(op);
+      if (!compute)
+        return;
+      OpInfo &info = ops[op];
+      StringRef out = compute.getOut().getArray().getValue();
       unsigned ordinal = ordinals[out]++;
-      names[op] = out.str() + (ordinal ? "#" + std::to_string(ordinal) : "");
+      info.name = out.str() + (ordinal ? "#" + std::to_string(ordinal) : "");
+      for (Attribute input : compute.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          info.reads.push_back(compile(access));
+      info.write = compile(compute.getOut());
+      info.reduction = compute.getReduction() != Reduction::none;
     });
   }
 
@@ -382,9 +410,20 @@ public:
 private:
   static constexpr int64_t kNone = -1, kMany = -2;
   struct Storage {
-    unsigned id = 0;
     std::string name;
     SmallVector<int64_t> stored, strides;
+  };
+  struct Access {
+    StringRef array;
+    /// Index into `storages`, -1 for an undeclared array.
+    int storage = -1;
+    SmallVector<LinearForm> forms;
+  };
+  struct OpInfo {
+    std::string name;
+    SmallVector<Access, 3> reads;
+    Access write;
+    bool reduction = false;
   };
   /// Who touched one storage element in the current scope instance.
   struct Touch {
@@ -404,15 +443,18 @@ private:
         return;
       if (auto scope = dyn_cast<ScopeOp>(op))
         runScope(scope);
-      else if (auto compute = dyn_cast<ComputeOp>(op))
-        runCompute(compute);
+      else if (!active.empty() && isa<ComputeOp>(op))
+        runCompute(ops[&op]);
     }
   }
 
   void runScope(ScopeOp scope) {
+    // Nothing to record outside concurrent scopes.
+    if (active.empty() && !hasConcurrent.contains(scope))
+      return;
     Mapping mapping = scope.getMapping();
     bool concurrent = mapping != Mapping::seq && mapping != Mapping::unroll;
-    unsigned depth = scope.getDepth();
+    unsigned depth = depths[scope];
     if (iv.size() <= depth)
       iv.resize(depth + 1);
     if (concurrent) {
@@ -430,28 +472,24 @@ private:
       active.pop_back();
   }
 
-  void runCompute(ComputeOp op) {
-    if (active.empty())
-      return;
+  void runCompute(const OpInfo &op) {
     if (++executed > maxOps) {
       race = "the race check stopped after " + std::to_string(maxOps) +
              " operations";
       return;
     }
-    for (Attribute input : op.getInputs())
-      if (auto access = dyn_cast<AccessAttr>(input))
-        touch(op, access, /*write=*/false);
-    touch(op, op.getOut(), /*write=*/true);
+    for (const Access &access : op.reads)
+      touch(op, access, /*write=*/false);
+    touch(op, op.write, /*write=*/true);
   }
 
-  void touch(ComputeOp op, AccessAttr access, bool write) {
-    auto it = arrays.find(access.getArray().getValue());
-    if (!race.empty() || it == arrays.end())
+  void touch(const OpInfo &op, const Access &access, bool write) {
+    if (!race.empty() || access.storage < 0)
       return;
-    const Storage &storage = it->second;
-    SmallVector<int64_t> index;
+    const Storage &storage = storages[access.storage];
+    SmallVector<int64_t, 4> index;
     int64_t slot = 0;
-    for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+    for (auto [d, form] : llvm::enumerate(access.forms)) {
       int64_t x = form.constant;
       for (auto [v, c] : llvm::enumerate(form.coeffs))
         x += c * iv[v];
@@ -461,8 +499,8 @@ private:
                  storage.stored[d]) *
                 storage.strides[d];
     }
-    uint64_t key = (uint64_t(storage.id) << 48) | uint64_t(slot);
-    bool reduction = write && op.getReduction() != Reduction::none;
+    uint64_t key = (uint64_t(access.storage) << 48) | uint64_t(slot);
+    bool reduction = write && op.reduction;
     for (Active &a : active) {
       int64_t self = iv[a.depth];
       Touch &t = a.touched[key];
@@ -476,9 +514,9 @@ private:
                " scope of size " + std::to_string(a.scope.getSize()) +
                " at depth " + std::to_string(a.depth) + ": iteration " +
                std::to_string(self) + " " + (write ? "writes" : "reads") + " " +
-               access.getArray().getValue().str() + formatIndex(index) +
-               " (operation " + names[op] + ", storage slot " +
-               std::to_string(slot) + " of '" + storage.name + "'), which " +
+               access.array.str() + formatIndex(index) + " (operation " +
+               op.name + ", storage slot " + std::to_string(slot) + " of '" +
+               storage.name + "'), which " +
                (them == kMany ? "several other iterations"
                               : "iteration " + std::to_string(them)) +
                " " + (them == t.writer ? "write" : "read") +
@@ -491,8 +529,10 @@ private:
   }
 
   KernelOp kernel;
-  llvm::StringMap<Storage> arrays;
-  llvm::DenseMap<Operation *, std::string> names;
+  std::vector<Storage> storages;
+  llvm::DenseMap<Operation *, OpInfo> ops;
+  llvm::DenseMap<Operation *, unsigned> depths;
+  llvm::DenseSet<Operation *> hasConcurrent;
   SmallVector<int64_t> iv;
   SmallVector<Active> active;
   uint64_t executed = 0;
@@ -565,7 +605,7 @@ static std::string joinMoves(ArrayRef<std::string> moves) {
 /// Verifies, interprets and compares `kernel` with the reference.
 static Outcome checkKernel(const Subject &subject, KernelOp kernel,
                            std::string &message) {
-  crashContext.stage = "verifying";
+  crashContext.stage = "verifying the kernel";
   {
     std::string diags;
     DiagnosticCollector collect(kernel.getContext(), diags);
@@ -574,14 +614,14 @@ static Outcome checkKernel(const Subject &subject, KernelOp kernel,
       return Outcome::Fail;
     }
   }
-  crashContext.stage = "interpreting";
+  crashContext.stage = "interpreting the kernel";
   Outputs outputs;
   std::string diags;
   if (failed(interpret(kernel, outputs, diags))) {
     message = "the interpreter fails on the transformed kernel:\n" + diags;
     return Outcome::Fail;
   }
-  crashContext.stage = "comparing";
+  crashContext.stage = "comparing outputs";
   message = compareOutputs(subject.reference, outputs);
   if (!message.empty())
     return Outcome::Fail;
@@ -608,7 +648,7 @@ static Outcome applyText(IRRewriter &rewriter, KernelOp kernel,
     message = "move '" + text + "' prints back as '" + move->str() + "'";
     return Outcome::Fail;
   }
-  crashContext.stage = "applying";
+  crashContext.stage = "applying the last move";
   if (succeeded(applyMove(rewriter, kernel, *move, error)))
     return Outcome::Pass;
   if (!listed)
@@ -652,6 +692,8 @@ static SmallVector<std::string> minimizeMoves(const Subject &subject,
   while (changed) {
     changed = false;
     for (size_t i = moves.size(); i-- > 0;) {
+      if (i >= moves.size())
+        continue;
       SmallVector<std::string> shorter(moves);
       shorter.erase(shorter.begin() + i);
       std::string message;
@@ -743,7 +785,7 @@ static void printCrashContext(void *) {
   if (c.walk >= 0)
     llvm::errs() << " walk=" << c.walk << " seed=" << seed
                  << " walk-seed=" << c.walkSeed;
-  llvm::errs() << "\nmoves (the last one is being applied or checked):\n";
+  llvm::errs() << "\nmoves so far:\n";
   if (c.moves)
     for (const std::string &m : *c.moves)
       llvm::errs() << "  " << m << "\n";
@@ -775,7 +817,7 @@ static void walkKernel(const Subject &subject, Totals &totals) {
     std::string message;
     Outcome outcome = Outcome::Pass;
     for (unsigned s = 0; s < numSteps && outcome == Outcome::Pass; ++s) {
-      crashContext.stage = "enumerating moves after";
+      crashContext.stage = "enumerating the legal moves";
       SmallVector<MoveInstance> legal = enumerateMoves(kernel);
       if (legal.empty()) {
         ++deadEnds;
@@ -898,6 +940,7 @@ int main(int argc, char **argv) {
 }
 
 static int runTool(int argc, char **argv) {
+  cl::HideUnrelatedOptions(walkCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "pd-walk: random walks of legal moves, each checked against the "
