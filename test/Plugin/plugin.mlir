@@ -7,6 +7,11 @@
 // RUN:   --pass-pipeline="builtin.module(pd-interpret{seed=3})" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PASS
 // RUN: not %mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
+// Moves run inside an ordinary pass pipeline of Debian's mlir-opt.
+// RUN: %mlir-opt %s --load-dialect-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   --load-pass-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(pd-apply{moves=tile_scope@y:0:2,unroll@y:1})" \
+// RUN:   | FileCheck %s --check-prefix=MOVES
 
 // DIALECT-LABEL: perfdojo.kernel @scale
 // DIALECT: perfdojo.compute y[{0}] = mul(x[{0}], 2.0)
@@ -14,6 +19,11 @@
 // PASS: remark: interpreted 'scale': 4 operations; y: sum=
 // PASS-SAME: min=
 // PASS: perfdojo.kernel @scale
+
+// MOVES: perfdojo.kernel @scale attributes {perfdojo.history = ["tile_scope@y:0:2", "unroll@y:1"]
+// MOVES:   perfdojo.scope 2 {
+// MOVES-NEXT:     perfdojo.scope 2 unroll {
+// MOVES-NEXT:       perfdojo.compute y[{0} * 2 + {1}] = mul(x[{0} * 2 + {1}], 2.0)
 
 // NOPLUGIN: error: Dialect `perfdojo' not found for custom op 'perfdojo.kernel'
 
