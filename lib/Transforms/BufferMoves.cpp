@@ -346,3 +346,130 @@ void mlir::perfdojo::padDim(RewriterBase &rewriter, BufferOp buffer,
   shape[dim] += grow ? amount : -amount;
   rewriter.modifyOpInPlace(buffer, [&] { buffer.setShape(shape); });
 }
+
+//===----------------------------------------------------------------------===//
+// add_dim / remove_dim
+//===----------------------------------------------------------------------===//
+
+/// Rewrites every access to `buffer` with `edit` applied to its indices.
+static void editAccesses(RewriterBase &rewriter, BufferOp buffer,
+                         function_ref<void(SmallVectorImpl<LinearForm> &)> edit) {
+  llvm::StringSet<> arrays;
+  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+    arrays.insert(name);
+  MLIRContext *ctx = buffer.getContext();
+  auto rewrite = [&](AccessAttr access) -> AccessAttr {
+    if (!arrays.contains(access.getArray().getValue()))
+      return access;
+    SmallVector<LinearForm> forms = access.getLinearForms();
+    edit(forms);
+    return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
+  };
+  for (auto &[op, list] : getBufferAccesses(buffer)) {
+    SmallVector<Attribute> inputs;
+    for (Attribute input : op.getInputs())
+      inputs.push_back(isa<AccessAttr>(input) ? rewrite(cast<AccessAttr>(input))
+                                              : input);
+    ComputeOp compute = op;
+    rewriter.modifyOpInPlace(compute, [&] {
+      compute.setOutAttr(rewrite(compute.getOut()));
+      compute.setInputsAttr(ArrayAttr::get(ctx, inputs));
+    });
+  }
+}
+
+SmallVector<unsigned> mlir::perfdojo::getCommonScopeDepths(BufferOp buffer) {
+  SmallVector<ScopeOp> common;
+  bool first = true;
+  for (auto &[op, list] : getBufferAccesses(buffer)) {
+    SmallVector<ScopeOp> chain;
+    for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
+         p = p->getParentOp())
+      chain.insert(chain.begin(), s);
+    if (first) {
+      common = chain;
+      first = false;
+      continue;
+    }
+    unsigned n = 0;
+    while (n < common.size() && n < chain.size() && common[n] == chain[n])
+      ++n;
+    common.resize(n);
+  }
+  SmallVector<unsigned> depths;
+  for (auto [d, scope] : llvm::enumerate(common))
+    if (scope.getSize() >= 2)
+      depths.push_back(d);
+  return depths;
+}
+
+LogicalResult mlir::perfdojo::canAddDim(BufferOp buffer, unsigned position,
+                                        unsigned depth, std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  if (position > buffer.getShape().size()) {
+    reason = "position " + std::to_string(position) + " is beyond rank " +
+             std::to_string(buffer.getShape().size());
+    return failure();
+  }
+  if (getBufferAccesses(buffer).empty()) {
+    reason = "nothing accesses the buffer";
+    return failure();
+  }
+  if (!llvm::is_contained(getCommonScopeDepths(buffer), depth)) {
+    reason = "no single scope of more than one iteration at depth " +
+             std::to_string(depth) + " encloses every access to the buffer";
+    return failure();
+  }
+  return success();
+}
+
+void mlir::perfdojo::addDim(RewriterBase &rewriter, BufferOp buffer,
+                            unsigned position, unsigned depth) {
+  ComputeOp any = getBufferAccesses(buffer).front().first;
+  Operation *scope = any;
+  for (unsigned d = any.getDepth(); d > depth; --d)
+    scope = scope->getParentOp();
+  int64_t size = cast<ScopeOp>(scope).getSize();
+  SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
+  shape.insert(shape.begin() + position, size);
+  reuse.insert(reuse.begin() + position, 1);
+  rewriter.modifyOpInPlace(buffer, [&] {
+    buffer.setShape(shape);
+    buffer.setReuse(reuse);
+  });
+  editAccesses(rewriter, buffer, [&](SmallVectorImpl<LinearForm> &forms) {
+    forms.insert(forms.begin() + position, LinearForm::ofDim(depth));
+  });
+}
+
+LogicalResult mlir::perfdojo::canRemoveDim(BufferOp buffer, unsigned dim,
+                                           std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  if (buffer.getShape().size() < 2) {
+    reason = "the buffer's only dimension cannot be removed";
+    return failure();
+  }
+  if (buffer.getStoredExtent(dim) != 1) {
+    reason = "dimension " + std::to_string(dim) + " stores " +
+             std::to_string(buffer.getStoredExtent(dim)) +
+             " elements; only a dimension storing one element can be removed";
+    return failure();
+  }
+  return success();
+}
+
+void mlir::perfdojo::removeDim(RewriterBase &rewriter, BufferOp buffer,
+                               unsigned dim) {
+  SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
+  shape.erase(shape.begin() + dim);
+  reuse.erase(reuse.begin() + dim);
+  rewriter.modifyOpInPlace(buffer, [&] {
+    buffer.setShape(shape);
+    buffer.setReuse(reuse);
+  });
+  editAccesses(rewriter, buffer, [&](SmallVectorImpl<LinearForm> &forms) {
+    forms.erase(forms.begin() + dim);
+  });
+}

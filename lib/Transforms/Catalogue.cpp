@@ -69,6 +69,14 @@ std::optional<int64_t> parsePositive(StringRef text) {
   return value;
 }
 
+/// Parses a non-negative integer parameter.
+std::optional<int64_t> parseNonNegative(StringRef text) {
+  int64_t value;
+  if (text.getAsInteger(10, value) || value < 0)
+    return std::nullopt;
+  return value;
+}
+
 /// The divisors of `n` strictly between 1 and n, ascending.
 SmallVector<SmallVector<std::string, 2>> tileChoices(const ResolvedLocation &loc) {
   ScopeOp scope = loc.scope;
@@ -174,6 +182,45 @@ void registerBufferMoves(MoveRegistry &registry) {
       },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { permuteDims(rewriter, loc.buffer, loc.dim); }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "add_dim",
+      "give a temporary a new dimension indexed by an enclosing scope (:1)",
+      "remove_dim", LocationKind::Buffer,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) -> LogicalResult {
+        std::optional<int64_t> position = parseNonNegative(params[0]);
+        std::optional<int64_t> depth = parseNonNegative(params[1]);
+        if (!position || !depth) {
+          reason = "the position and depth must be non-negative integers";
+          return failure();
+        }
+        return canAddDim(loc.buffer, *position, *depth, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        addDim(rewriter, loc.buffer, *parseNonNegative(params[0]),
+               *parseNonNegative(params[1]));
+      },
+      ArrayRef<StringRef>{"position", "depth"},
+      [](const ResolvedLocation &loc) {
+        SmallVector<SmallVector<std::string, 2>> choices;
+        BufferOp buffer = loc.buffer;
+        for (unsigned depth : getCommonScopeDepths(buffer))
+          for (unsigned p = 0; p <= buffer.getShape().size(); ++p)
+            choices.push_back({std::to_string(p), std::to_string(depth)});
+        return choices;
+      }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "remove_dim", "remove a temporary's dimension that stores one element",
+      "add_dim", LocationKind::BufferDim,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) {
+        return canRemoveDim(loc.buffer, loc.dim, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { removeDim(rewriter, loc.buffer, loc.dim); }));
 
   for (bool grow : {true, false})
     registry.add(std::make_unique<FunctionMove>(

@@ -91,6 +91,21 @@ LogicalResult canPadDim(BufferOp buffer, unsigned dim, int64_t amount,
                         bool grow, std::string &reason);
 void padDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,
             int64_t amount, bool grow);
+/// Inserts at `position` a dimension as large as the scope at `depth` that
+/// encloses every access to the buffer, indexed by `{depth}` and stored as
+/// one element (`:1`): the storage does not change.
+LogicalResult canAddDim(BufferOp buffer, unsigned position, unsigned depth,
+                        std::string &reason);
+void addDim(RewriterBase &rewriter, BufferOp buffer, unsigned position,
+            unsigned depth);
+/// The scope depths whose scope encloses every access to the buffer.
+SmallVector<unsigned> getCommonScopeDepths(BufferOp buffer);
+
+/// Removes dimension `dim` of a temporary when it stores one element (its
+/// size or its reuse factor is 1): every index of it reads the same slot.
+LogicalResult canRemoveDim(BufferOp buffer, unsigned dim, std::string &reason);
+void removeDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim);
+
 /// How many trailing elements of dimension `dim` no access reaches.
 int64_t getUnusedTail(BufferOp buffer, unsigned dim);
 
