@@ -241,6 +241,33 @@ void mlir::perfdojo::setLocation(RewriterBase &rewriter, BufferOp buffer,
   rewriter.modifyOpInPlace(buffer, [&] { buffer.setLocation(location); });
 }
 
+/// Rewrites every access to `buffer` with `edit` applied to its indices.
+static void editAccesses(RewriterBase &rewriter, BufferOp buffer,
+                         function_ref<void(SmallVectorImpl<LinearForm> &)> edit) {
+  llvm::StringSet<> arrays;
+  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+    arrays.insert(name);
+  MLIRContext *ctx = buffer.getContext();
+  auto rewrite = [&](AccessAttr access) -> AccessAttr {
+    if (!arrays.contains(access.getArray().getValue()))
+      return access;
+    SmallVector<LinearForm> forms = access.getLinearForms();
+    edit(forms);
+    return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
+  };
+  for (auto &[op, list] : getBufferAccesses(buffer)) {
+    SmallVector<Attribute> inputs;
+    for (Attribute input : op.getInputs())
+      inputs.push_back(isa<AccessAttr>(input) ? rewrite(cast<AccessAttr>(input))
+                                              : input);
+    ComputeOp compute = op;
+    rewriter.modifyOpInPlace(compute, [&] {
+      compute.setOutAttr(rewrite(compute.getOut()));
+      compute.setInputsAttr(ArrayAttr::get(ctx, inputs));
+    });
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // permute_dims
 //===----------------------------------------------------------------------===//
@@ -266,29 +293,9 @@ void mlir::perfdojo::permuteDims(RewriterBase &rewriter, BufferOp buffer,
     buffer.setShape(shape);
     buffer.setReuse(reuse);
   });
-  llvm::StringSet<> arrays;
-  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
-    arrays.insert(name);
-  MLIRContext *ctx = buffer.getContext();
-  auto swapIndices = [&](AccessAttr access) -> AccessAttr {
-    if (!arrays.contains(access.getArray().getValue()))
-      return access;
-    SmallVector<LinearForm> forms = access.getLinearForms();
+  editAccesses(rewriter, buffer, [&](SmallVectorImpl<LinearForm> &forms) {
     std::swap(forms[dim], forms[dim + 1]);
-    return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
-  };
-  for (auto &[op, list] : getBufferAccesses(buffer)) {
-    SmallVector<Attribute> inputs;
-    for (Attribute input : op.getInputs())
-      inputs.push_back(isa<AccessAttr>(input)
-                           ? swapIndices(cast<AccessAttr>(input))
-                           : input);
-    ComputeOp compute = op;
-    rewriter.modifyOpInPlace(compute, [&] {
-      compute.setOutAttr(swapIndices(compute.getOut()));
-      compute.setInputsAttr(ArrayAttr::get(ctx, inputs));
-    });
-  }
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -350,33 +357,6 @@ void mlir::perfdojo::padDim(RewriterBase &rewriter, BufferOp buffer,
 //===----------------------------------------------------------------------===//
 // add_dim / remove_dim
 //===----------------------------------------------------------------------===//
-
-/// Rewrites every access to `buffer` with `edit` applied to its indices.
-static void editAccesses(RewriterBase &rewriter, BufferOp buffer,
-                         function_ref<void(SmallVectorImpl<LinearForm> &)> edit) {
-  llvm::StringSet<> arrays;
-  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
-    arrays.insert(name);
-  MLIRContext *ctx = buffer.getContext();
-  auto rewrite = [&](AccessAttr access) -> AccessAttr {
-    if (!arrays.contains(access.getArray().getValue()))
-      return access;
-    SmallVector<LinearForm> forms = access.getLinearForms();
-    edit(forms);
-    return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
-  };
-  for (auto &[op, list] : getBufferAccesses(buffer)) {
-    SmallVector<Attribute> inputs;
-    for (Attribute input : op.getInputs())
-      inputs.push_back(isa<AccessAttr>(input) ? rewrite(cast<AccessAttr>(input))
-                                              : input);
-    ComputeOp compute = op;
-    rewriter.modifyOpInPlace(compute, [&] {
-      compute.setOutAttr(rewrite(compute.getOut()));
-      compute.setInputsAttr(ArrayAttr::get(ctx, inputs));
-    });
-  }
-}
 
 SmallVector<unsigned> mlir::perfdojo::getCommonScopeDepths(BufferOp buffer) {
   SmallVector<ScopeOp> common;

@@ -70,7 +70,7 @@ out.append(f"# RUN: not pd-run %t/case{k}.pd 2>&1 | FileCheck %s --check-prefix=
 out.append(f"# PDRUNDIAG:{{{{.*}}}}case{k}.pd:5:3: error: '|' cannot follow a scope size: a line continues enclosing scopes first, then opens new ones")
 out.append("")
 # split-file parts
-out.append("#--- mkbytes.py")  # placeholder replaced below
+out.append("#--- mkbytes.py")  # marker, replaced by the generated script below
 text = "\n".join(out) + "\n"
 parts = []
 for i, (comment, t, isbytes) in enumerate(allcases, 1):
