@@ -3,6 +3,7 @@
 #include "PerfDojo/Transforms/Dependence.h"
 #include "mlir/Analysis/Presburger/IntegerRelation.h"
 #include "mlir/Analysis/Presburger/PresburgerSpace.h"
+#include "mlir/Analysis/Presburger/Simplex.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -156,6 +157,11 @@ public:
       poly.addEquality(toVector(eq));
     for (const Row &ineq : inequalities)
       poly.addInequality(toVector(ineq));
+    // Rational infeasibility implies integer infeasibility and is much
+    // cheaper to decide; only rationally feasible systems need the exact
+    // integer test.
+    if (Simplex(poly).isEmpty())
+      return false;
     return !poly.isEmpty();
   }
 
