@@ -158,14 +158,38 @@ public:
     for (const Row &ineq : inequalities)
       poly.addInequality(toVector(ineq));
     // Rational infeasibility implies integer infeasibility and is much
-    // cheaper to decide; only rationally feasible systems need the exact
-    // integer test.
-    if (Simplex(poly).isEmpty())
+    // cheaper to decide. A rationally feasible system whose simplex sample
+    // happens to be integral (checked here against every constraint) is
+    // feasible; only the rest need the exact integer test.
+    Simplex simplex(poly);
+    if (simplex.isEmpty())
       return false;
+    if (std::optional<SmallVector<DynamicAPInt, 8>> point =
+            simplex.getSamplePointIfIntegral();
+        point && point->size() == n && satisfies(poly, *point))
+      return true;
     return !poly.isEmpty();
   }
 
 private:
+  /// Whether `point` satisfies every constraint of `poly`.
+  static bool satisfies(const IntegerPolyhedron &poly,
+                        ArrayRef<DynamicAPInt> point) {
+    auto value = [&](ArrayRef<DynamicAPInt> row) {
+      DynamicAPInt sum = row.back();
+      for (unsigned i = 0; i < point.size(); ++i)
+        sum += row[i] * point[i];
+      return sum;
+    };
+    for (unsigned i = 0; i < poly.getNumEqualities(); ++i)
+      if (value(poly.getEquality(i)) != 0)
+        return false;
+    for (unsigned i = 0; i < poly.getNumInequalities(); ++i)
+      if (value(poly.getInequality(i)) < 0)
+        return false;
+    return true;
+  }
+
   unsigned newVar(int64_t extent) {
     bounds.push_back(extent);
     return bounds.size() - 1;

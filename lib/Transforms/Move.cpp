@@ -244,20 +244,31 @@ LogicalResult mlir::perfdojo::applyMove(RewriterBase &rewriter,
   return success();
 }
 
-/// The canonical location of every candidate of `kind` in `kernel`: scopes
-/// are named by the first operation in them.
-static SmallVector<MoveLocation> getCandidates(KernelOp kernel,
-                                               LocationKind kind,
-                                               bool perChild) {
-  SmallVector<MoveLocation> candidates;
+namespace {
+/// A candidate location together with the IR it designates.
+struct Candidate {
+  MoveLocation location;
+  ResolvedLocation resolved;
+};
+} // namespace
+
+/// The canonical location of every candidate of `kind` in `kernel`, already
+/// resolved: scopes are named by the first operation in them (or, for moves
+/// that use the operation, by the first operation of each child).
+static SmallVector<Candidate> getCandidates(KernelOp kernel, LocationKind kind,
+                                            bool perChild) {
+  SmallVector<Candidate> candidates;
   if (kind == LocationKind::Buffer || kind == LocationKind::BufferDim) {
     for (BufferOp buffer : kernel.getBuffers()) {
       unsigned dims = kind == LocationKind::Buffer ? 1 : buffer.getShape().size();
       for (unsigned d = 0; d < dims; ++d) {
-        MoveLocation loc;
-        loc.name = buffer.getSymName().str();
-        loc.index = d;
-        candidates.push_back(loc);
+        Candidate c;
+        c.location.name = buffer.getSymName().str();
+        c.location.index = d;
+        c.resolved.kernel = kernel;
+        c.resolved.buffer = buffer;
+        c.resolved.dim = d;
+        candidates.push_back(c);
       }
     }
     return candidates;
@@ -269,12 +280,15 @@ static SmallVector<MoveLocation> getCandidates(KernelOp kernel,
     loc.name = op.getOut().getArray().getValue().str();
     loc.ordinal = ordinals[loc.name]++;
     opLocations[op] = loc;
-    if (kind == LocationKind::Operation)
-      candidates.push_back(loc);
+    if (kind == LocationKind::Operation) {
+      Candidate c;
+      c.location = loc;
+      c.resolved.kernel = kernel;
+      c.resolved.op = op;
+      candidates.push_back(c);
+    }
   });
   if (kind == LocationKind::Scope) {
-    // A scope is named by the first operation in it, or, for moves that use
-    // the operation too (split_scope), by the first operation of each child.
     auto firstOp = [](Operation *root) {
       ComputeOp first;
       root->walk<WalkOrder::PreOrder>([&](ComputeOp op) {
@@ -294,9 +308,13 @@ static SmallVector<MoveLocation> getCandidates(KernelOp kernel,
         ComputeOp first = firstOp(root);
         if (!first)
           continue;
-        MoveLocation loc = opLocations[first];
-        loc.index = scope.getDepth();
-        candidates.push_back(loc);
+        Candidate c;
+        c.location = opLocations[first];
+        c.location.index = scope.getDepth();
+        c.resolved.kernel = kernel;
+        c.resolved.op = first;
+        c.resolved.scope = scope;
+        candidates.push_back(c);
       }
     });
   }
@@ -307,17 +325,13 @@ SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
                                                          const Move &move) {
   SmallVector<MoveInstance> legal;
   std::string reason;
-  for (const MoveLocation &candidate :
-       getCandidates(kernel, move.getLocationKind(),
-                     move.locatesChild())) {
-    FailureOr<ResolvedLocation> loc =
-        resolveLocation(kernel, move.getLocationKind(), candidate, reason);
-    if (failed(loc))
-      continue;
-    for (SmallVector<std::string, 2> &params : move.getParamChoices(*loc)) {
-      if (failed(move.check(*loc, params, reason)))
+  for (Candidate &candidate : getCandidates(kernel, move.getLocationKind(),
+                                            move.locatesChild())) {
+    for (SmallVector<std::string, 2> &params :
+         move.getParamChoices(candidate.resolved)) {
+      if (failed(move.check(candidate.resolved, params, reason)))
         continue;
-      MoveInstance instance{&move, candidate};
+      MoveInstance instance{&move, candidate.location};
       instance.location.params.assign(params.begin(), params.end());
       legal.push_back(std::move(instance));
     }
