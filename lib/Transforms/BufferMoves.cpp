@@ -118,10 +118,7 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
       }
       depth = form.coeffs.size() - 1;
     }
-    Operation *ancestor = op;
-    for (unsigned d = op.getDepth(); d > *depth; --d)
-      ancestor = ancestor->getParentOp();
-    auto s = cast<ScopeOp>(ancestor);
+    ScopeOp s = getEnclosingScope(op, *depth);
     if (scope && s != scope) {
       reason = "the buffer is accessed in more than one scope at depth " +
                std::to_string(*depth);
@@ -337,10 +334,7 @@ int64_t mlir::perfdojo::getUnusedTail(BufferOp buffer, unsigned dim) {
   int64_t size = buffer.getShape()[dim];
   __int128 highest = -1;
   for (auto &[op, list] : getBufferAccesses(buffer)) {
-    SmallVector<int64_t> extents;
-    for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
-         p = p->getParentOp())
-      extents.insert(extents.begin(), s.getSize());
+    SmallVector<int64_t> extents = getEnclosingExtents(op);
     for (AccessAttr access : list)
       highest = std::max(highest, access.getLinearForms()[dim].range(extents).second);
   }
@@ -407,10 +401,7 @@ LogicalResult mlir::perfdojo::canAddDim(BufferOp buffer, unsigned position,
 void mlir::perfdojo::addDim(RewriterBase &rewriter, BufferOp buffer,
                             unsigned position, unsigned depth) {
   ComputeOp any = getBufferAccesses(buffer).front().first;
-  Operation *scope = any;
-  for (unsigned d = any.getDepth(); d > depth; --d)
-    scope = scope->getParentOp();
-  int64_t size = cast<ScopeOp>(scope).getSize();
+  int64_t size = getEnclosingScope(any, depth).getSize();
   SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
   shape.insert(shape.begin() + position, size);
   reuse.insert(reuse.begin() + position, 1);

@@ -46,16 +46,6 @@ SmallVector<Access> getAccesses(ComputeOp op) {
   return accesses;
 }
 
-/// Sizes of the scopes around `op`, outermost first.
-SmallVector<int64_t> getExtents(ComputeOp op) {
-  SmallVector<int64_t> extents;
-  for (Operation *p = op->getParentOp(); auto scope = dyn_cast_or_null<ScopeOp>(p);
-       p = p->getParentOp())
-    extents.push_back(scope.getSize());
-  std::reverse(extents.begin(), extents.end());
-  return extents;
-}
-
 /// A linear row: sum(coeffs[v] * var v) + constant.
 /// Arithmetic saturates into `overflow`; a system that overflowed is
 /// treated as feasible (a possible conflict), which is always safe.
@@ -220,7 +210,8 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
                                      bool reductionsCommute,
                                      std::string *conflict,
                                      BufferOp only) const {
-  SmallVector<int64_t> extentsA = getExtents(a), extentsB = getExtents(b);
+  SmallVector<int64_t> extentsA = getEnclosingExtents(a),
+                       extentsB = getEnclosingExtents(b);
   for (const Access &x : getAccesses(a)) {
     for (const Access &y : getAccesses(b)) {
       if (x.kind == AccessKind::Read && y.kind == AccessKind::Read)

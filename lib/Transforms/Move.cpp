@@ -192,10 +192,7 @@ mlir::perfdojo::resolveLocation(KernelOp kernel, LocationKind kind,
               " does not exist";
       return failure();
     }
-    Operation *scope = resolved.op;
-    for (unsigned d = depth; d > location.index; --d)
-      scope = scope->getParentOp();
-    resolved.scope = cast<ScopeOp>(scope);
+    resolved.scope = getEnclosingScope(resolved.op, location.index);
   }
   return resolved;
 }

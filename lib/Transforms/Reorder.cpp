@@ -103,10 +103,7 @@ LogicalResult mlir::perfdojo::canSwapWithNext(Operation *first,
     reason = "nothing follows it in its scope";
     return failure();
   }
-  unsigned depth = 0;
-  for (Operation *p = first->getParentOp(); isa_and_nonnull<ScopeOp>(p);
-       p = p->getParentOp())
-    ++depth;
+  unsigned depth = getEnclosingExtents(first).size();
   DependenceAnalysis deps(first->getParentOfType<KernelOp>());
   std::string buffer;
   if (deps.mayConflict(collectComputeOps(first), collectComputeOps(second),

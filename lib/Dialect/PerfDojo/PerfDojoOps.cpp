@@ -48,8 +48,7 @@ static std::string toString(__int128 value) {
   return negative ? "-" + digits : digits;
 }
 
-/// Extents of the scopes enclosing `op`, outermost first.
-static SmallVector<int64_t> getEnclosingExtents(Operation *op) {
+SmallVector<int64_t> mlir::perfdojo::getEnclosingExtents(Operation *op) {
   SmallVector<int64_t> extents;
   for (Operation *p = op->getParentOp(); p; p = p->getParentOp()) {
     auto scope = dyn_cast<ScopeOp>(p);
@@ -59,6 +58,15 @@ static SmallVector<int64_t> getEnclosingExtents(Operation *op) {
   }
   std::reverse(extents.begin(), extents.end());
   return extents;
+}
+
+ScopeOp mlir::perfdojo::getEnclosingScope(Operation *op, unsigned depth) {
+  SmallVector<ScopeOp> chain;
+  for (Operation *p = op->getParentOp(); auto scope = dyn_cast_or_null<ScopeOp>(p);
+       p = p->getParentOp())
+    chain.push_back(scope);
+  assert(depth < chain.size() && "no enclosing scope at that depth");
+  return chain[chain.size() - 1 - depth];
 }
 
 /// Number of scopes enclosing `op`, counting at most `limit` (verifiers pass

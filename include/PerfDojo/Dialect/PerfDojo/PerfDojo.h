@@ -56,6 +56,11 @@ void printAccess(raw_ostream &os, AccessAttr access, bool asmForm);
 /// assembly, constants always carry a `.` or an exponent).
 void printOperand(raw_ostream &os, Attribute operand, bool asmForm);
 
+/// Sizes of the scopes enclosing `op`, outermost first.
+SmallVector<int64_t> getEnclosingExtents(Operation *op);
+/// The scope at `depth` enclosing `op`, which is nested deeper than `depth`.
+ScopeOp getEnclosingScope(Operation *op, unsigned depth);
+
 /// The mapping rule `scope` breaks when every scope `s` has mapping
 /// `mappingOf(s)`, checked against its enclosing scopes (and, for vector, its
 /// children); std::nullopt when none. The verifier uses the scopes' own
