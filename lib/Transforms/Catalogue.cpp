@@ -245,6 +245,37 @@ void registerBufferMoves(MoveRegistry &registry) {
         },
         ArrayRef<StringRef>{"amount"}, grow ? padChoices : unpadChoices));
 }
+
+void registerCopyMoves(MoveRegistry &registry) {
+  registry.add(std::make_unique<FunctionMove>(
+      "add_copy",
+      "copy the tile of an array a scope reads into a new temporary before it",
+      "remove_copy", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) {
+        return canAddCopy(loc.scope, params[0], params[1], reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        addCopy(rewriter, loc.scope, params[0], params[1]);
+      },
+      ArrayRef<StringRef>{"array", "name"},
+      [](const ResolvedLocation &loc) {
+        SmallVector<SmallVector<std::string, 2>> choices;
+        for (std::string &array : getCopyableArrays(loc.scope))
+          choices.push_back({array, getFreshCopyName(loc.kernel, array)});
+        return choices;
+      }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "remove_copy",
+      "read the source of a copy again and delete the copy",
+      "add_copy", LocationKind::Buffer,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canRemoveCopy(loc.buffer, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { removeCopy(rewriter, loc.buffer); }));
+}
 } // namespace
 
 void mlir::perfdojo::registerAllMoves() {
@@ -342,6 +373,7 @@ void mlir::perfdojo::registerAllMoves() {
                  "map a scope to the lanes of a GPU warp (:w)", Mapping::warp);
 
   registerBufferMoves(registry);
+  registerCopyMoves(registry);
 
   registry.add(std::make_unique<FunctionMove>(
       "unset_mapping", "make a mapped scope sequential again",

@@ -109,6 +109,27 @@ void removeDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim);
 /// How many trailing elements of dimension `dim` no access reaches.
 int64_t getUnusedTail(BufferOp buffer, unsigned dim);
 
+//===- Copies -------------------------------------------------------------===//
+
+/// Inserts right before `scope` a nest copying the tile of `array` that the
+/// scope reads into a new temporary `name`, and makes the scope read the
+/// copy. Legal when nothing in the scope writes the array's buffer, every
+/// read shares one position outside the scope, and no scope around it is
+/// concurrent; an array that is not an input must be read as a whole box.
+LogicalResult canAddCopy(ScopeOp scope, StringRef array, StringRef name,
+                         std::string &reason);
+void addCopy(RewriterBase &rewriter, ScopeOp scope, StringRef array,
+             StringRef name);
+/// The arrays `scope` reads, in program order of their first read.
+SmallVector<std::string> getCopyableArrays(ScopeOp scope);
+/// `array` + "_c", numbered when taken.
+std::string getFreshCopyName(KernelOp kernel, StringRef array);
+
+/// add_copy's inverse: `buffer` is written by one copy nest of a source
+/// array, read only right after it; the readers read the source again.
+LogicalResult canRemoveCopy(BufferOp buffer, std::string &reason);
+void removeCopy(RewriterBase &rewriter, BufferOp buffer);
+
 } // namespace perfdojo
 } // namespace mlir
 

@@ -18,9 +18,7 @@ using namespace mlir::perfdojo;
 #define GET_OP_CLASSES
 #include "PerfDojo/Dialect/PerfDojo/PerfDojoOps.cpp.inc"
 
-/// True if `name` is an identifier of the text form, [A-Za-z_][A-Za-z0-9_]*,
-/// other than the reserved words inf, nan, in, out, tmp and kernel.
-static bool isIdentifier(StringRef name) {
+bool mlir::perfdojo::isIdentifier(StringRef name) {
   if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
     return false;
   // Constants, and the words that start text-form lines, are not names.

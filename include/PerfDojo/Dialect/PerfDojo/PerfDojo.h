@@ -45,6 +45,10 @@ std::optional<Mapping> getMappingFromSuffix(char suffix);
 /// i8, i16, i32, i64).
 bool isSupportedElementType(Type type);
 
+/// True if `name` is an identifier of the text form, [A-Za-z_][A-Za-z0-9_]*,
+/// other than the reserved words inf, nan, in, out, tmp and kernel.
+bool isIdentifier(StringRef name);
+
 /// Canonical shortest text of a constant that parses back to the same double:
 /// "0.5", "1e-05", "-inf", "nan".
 std::string formatConstant(double value);

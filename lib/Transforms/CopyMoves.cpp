@@ -1,0 +1,500 @@
+//===- CopyMoves.cpp - add_copy and remove_copy ---------------------------===//
+//
+//   tmp xc f32 [8] heap is added        add_copy@y:1:x:xc
+//   4 8 y[{0},{1}]=x[{0},{1}]*2       ------------------>
+//                                       4 8 xc[{1}]=x[{0},{1}]
+//                                       | 8 y[{0},{1}]=xc[{1}]*2
+//                                     <------------------
+//                                       remove_copy@xc
+//
+// add_copy inserts, right before a scope S, a nest that copies the tile of
+// an array that S reads into a new temporary, and makes S read the copy.
+// The tile is the box of elements S reads in one execution: its position
+// may depend on the variables of the scopes around S, its extent only on
+// S's own. The copy is exact because nothing in S writes the array, and
+// nothing runs between the copy and S.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Transforms/Dependence.h"
+#include "PerfDojo/Transforms/Moves.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+/// The part of `form` that depends on scopes at depths below `depth`.
+static LinearForm outerPart(const LinearForm &form, unsigned depth) {
+  LinearForm result;
+  for (unsigned d = 0; d < std::min<unsigned>(depth, form.getNumDims()); ++d)
+    result.coeffs.push_back(form.coeffs[d]);
+  while (!result.coeffs.empty() && result.coeffs.back() == 0)
+    result.coeffs.pop_back();
+  return result;
+}
+
+/// The rest of `form`: the constant and the scopes at `depth` and deeper.
+static LinearForm innerPart(const LinearForm &form, unsigned depth) {
+  LinearForm result = form;
+  for (unsigned d = 0; d < std::min<unsigned>(depth, form.getNumDims()); ++d)
+    result.coeffs[d] = 0;
+  while (!result.coeffs.empty() && result.coeffs.back() == 0)
+    result.coeffs.pop_back();
+  return result;
+}
+
+/// The buffer holding `array` in `kernel`, or null.
+static BufferOp findBuffer(KernelOp kernel, StringRef array) {
+  for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>())
+    if (llvm::is_contained(buffer.getArrays().getAsValueRange<StringAttr>(),
+                           array))
+      return buffer;
+  return {};
+}
+
+static bool isConcurrent(Mapping mapping) {
+  return mapping != Mapping::seq && mapping != Mapping::unroll;
+}
+
+/// True when the values of `form` over the box of `extents` (scopes at
+/// `depth` and deeper) form one contiguous range, using only variables in
+/// `vars`, which it adds to `used`.
+static bool isContiguous(const LinearForm &form, ArrayRef<int64_t> extents,
+                         unsigned depth, llvm::SmallDenseSet<unsigned> &used) {
+  SmallVector<std::pair<int64_t, int64_t>> steps;
+  for (unsigned d = depth; d < form.getNumDims(); ++d) {
+    if (!form.coeffs[d] || extents[d] == 1)
+      continue;
+    if (!used.insert(d).second)
+      return false;
+    steps.push_back({std::abs(form.coeffs[d]), extents[d]});
+  }
+  llvm::sort(steps);
+  __int128 reach = 0;
+  for (auto [step, extent] : steps) {
+    if (step > reach + 1)
+      return false;
+    reach += __int128(step) * (extent - 1);
+  }
+  return true;
+}
+
+namespace {
+/// The tile add_copy copies: per dimension of the source array, its
+/// position (a form over the scopes around S) and its extent.
+struct CopyTile {
+  BufferOp source;
+  SmallVector<LinearForm> origin;
+  SmallVector<int64_t> extent;
+  /// The lowest inner index per dimension, subtracted from reads in S.
+  SmallVector<int64_t> low;
+};
+} // namespace
+
+/// Computes the tile of `array` that `scope` reads, or sets `reason`.
+static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
+                                    std::string &reason) {
+  auto kernel = scope->getParentOfType<KernelOp>();
+  CopyTile tile;
+  tile.source = findBuffer(kernel, array);
+  if (!tile.source) {
+    reason = "the kernel has no array '" + array.str() + "'";
+    return failure();
+  }
+  for (Operation *p = scope->getParentOp(); auto s = dyn_cast<ScopeOp>(p);
+       p = p->getParentOp()) {
+    if (isConcurrent(s.getMapping())) {
+      reason = "the scope at depth " + std::to_string(s.getDepth()) +
+               " around it is mapped " +
+               stringifyMapping(s.getMapping()).str() +
+               "; its concurrent iterations would share the copy";
+      return failure();
+    }
+  }
+  llvm::StringSet<> aliases;
+  for (StringRef name :
+       tile.source.getArrays().getAsValueRange<StringAttr>())
+    aliases.insert(name);
+  unsigned depth = scope.getDepth();
+  unsigned rank = tile.source.getShape().size();
+  SmallVector<__int128> low(rank), high(rank);
+  std::optional<SmallVector<LinearForm>> first;
+  bool allSame = true;
+  for (ComputeOp op : collectComputeOps(scope)) {
+    StringRef out = op.getOut().getArray().getValue();
+    if (aliases.contains(out)) {
+      reason = "the scope writes '" + out.str() + "'" +
+               (out == array ? std::string()
+                             : ", which shares a buffer with '" +
+                                   array.str() + "'") +
+               "; a copy taken before it would go stale";
+      return failure();
+    }
+    SmallVector<int64_t> extents = getEnclosingExtents(op);
+    for (Attribute input : op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access || access.getArray().getValue() != array)
+        continue;
+      SmallVector<LinearForm> forms = access.getLinearForms();
+      for (unsigned j = 0; j < rank; ++j) {
+        auto [lo, hi] = innerPart(forms[j], depth).range(extents);
+        if (!first) {
+          tile.origin.push_back(outerPart(forms[j], depth));
+          low[j] = lo;
+          high[j] = hi;
+          continue;
+        }
+        if (!(outerPart(forms[j], depth) == tile.origin[j])) {
+          reason = "the reads of '" + array.str() +
+                   "' in the scope do not share one position outside it "
+                   "(dimension " +
+                   std::to_string(j) + ")";
+          return failure();
+        }
+        low[j] = std::min(low[j], lo);
+        high[j] = std::max(high[j], hi);
+      }
+      if (!first) {
+        first = forms;
+        // Only an input is known to hold every element of the box: for
+        // other arrays the box must be exactly what the reads touch.
+        if (!tile.source.isInput()) {
+          llvm::SmallDenseSet<unsigned> used;
+          for (const LinearForm &form : forms)
+            if (!isContiguous(form, extents, depth, used)) {
+              reason = "'" + array.str() +
+                       "' is not an input and the reads in the scope do not "
+                       "cover a whole box of it";
+              return failure();
+            }
+        }
+      } else if (*first != forms) {
+        allSame = false;
+      }
+    }
+  }
+  if (!first) {
+    reason = "the scope does not read '" + array.str() + "'";
+    return failure();
+  }
+  if (!allSame && !tile.source.isInput()) {
+    reason = "'" + array.str() +
+             "' is not an input and the scope reads it at different indices";
+    return failure();
+  }
+  unsigned nested = 0;
+  for (unsigned j = 0; j < rank; ++j) {
+    tile.extent.push_back(static_cast<int64_t>(high[j] - low[j] + 1));
+    tile.low.push_back(static_cast<int64_t>(low[j]));
+    tile.origin[j].constant = tile.low[j];
+    nested += tile.extent[j] > 1;
+  }
+  if (depth + nested > kMaxNestDepth) {
+    reason = "the copy nest would exceed " + std::to_string(kMaxNestDepth) +
+             " scopes";
+    return failure();
+  }
+  return tile;
+}
+
+/// True if a buffer or an array of `kernel` is named `name`.
+static bool isNameTaken(KernelOp kernel, StringRef name) {
+  for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>())
+    if (buffer.getSymName() == name ||
+        llvm::is_contained(buffer.getArrays().getAsValueRange<StringAttr>(),
+                           name))
+      return true;
+  return false;
+}
+
+std::string mlir::perfdojo::getFreshCopyName(KernelOp kernel,
+                                             StringRef array) {
+  std::string name = array.str() + "_c";
+  for (unsigned n = 1; isNameTaken(kernel, name); ++n)
+    name = array.str() + "_c" + std::to_string(n);
+  return name;
+}
+
+SmallVector<std::string> mlir::perfdojo::getCopyableArrays(ScopeOp scope) {
+  SmallVector<std::string> arrays;
+  llvm::StringSet<> seen;
+  for (ComputeOp op : collectComputeOps(scope))
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        if (seen.insert(access.getArray().getValue()).second)
+          arrays.push_back(access.getArray().getValue().str());
+  return arrays;
+}
+
+LogicalResult mlir::perfdojo::canAddCopy(ScopeOp scope, StringRef array,
+                                         StringRef name, std::string &reason) {
+  auto kernel = scope->getParentOfType<KernelOp>();
+  if (!isIdentifier(name)) {
+    reason = "'" + name.str() +
+             "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, not a reserved "
+             "word)";
+    return failure();
+  }
+  if (isNameTaken(kernel, name)) {
+    reason = "the kernel already has a buffer or array named '" + name.str() +
+             "'";
+    return failure();
+  }
+  return planCopy(scope, array, reason);
+}
+
+void mlir::perfdojo::addCopy(RewriterBase &rewriter, ScopeOp scope,
+                             StringRef array, StringRef name) {
+  std::string reason;
+  CopyTile tile = *planCopy(scope, array, reason);
+  auto kernel = scope->getParentOfType<KernelOp>();
+  MLIRContext *ctx = rewriter.getContext();
+  Location loc = scope.getLoc();
+
+  BufferOp last;
+  for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>())
+    last = buffer;
+  rewriter.setInsertionPointAfter(last);
+  SmallVector<int64_t> reuse(tile.extent.size(), 0);
+  BufferOp::create(rewriter, loc, name, Role::tmp,
+                   tile.source.getElementType(), tile.extent, reuse,
+                   BufferLocation::heap, rewriter.getStrArrayAttr({name}));
+
+  // The nest: one scope per dimension of more than one element.
+  rewriter.setInsertionPoint(scope);
+  SmallVector<LinearForm> target, source;
+  for (auto [j, extent] : llvm::enumerate(tile.extent)) {
+    if (extent == 1) {
+      target.push_back(LinearForm::ofConstant(0));
+      source.push_back(tile.origin[j]);
+      continue;
+    }
+    auto nest = ScopeOp::create(rewriter, loc, extent, Mapping::seq);
+    rewriter.createBlock(&nest.getBody());
+    unsigned var = nest.getDepth();
+    target.push_back(LinearForm::ofDim(var));
+    source.push_back(*tile.origin[j].add(LinearForm::ofDim(var)));
+  }
+  ComputeOp::create(
+      rewriter, loc, OpKind::copy, Reduction::none,
+      AccessAttr::getCanonical(ctx, name, target),
+      rewriter.getArrayAttr(
+          {AccessAttr::getCanonical(ctx, array, source)}));
+
+  // S reads the copy: index i of the array is index i - origin of the tile.
+  for (ComputeOp op : collectComputeOps(scope)) {
+    SmallVector<Attribute> inputs;
+    bool changed = false;
+    for (Attribute input : op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access || access.getArray().getValue() != array) {
+        inputs.push_back(input);
+        continue;
+      }
+      SmallVector<LinearForm> forms = access.getLinearForms();
+      for (auto [j, form] : llvm::enumerate(forms)) {
+        form = innerPart(form, scope.getDepth());
+        form.constant -= tile.low[j];
+      }
+      inputs.push_back(AccessAttr::getCanonical(ctx, name, forms));
+      changed = true;
+    }
+    if (changed)
+      rewriter.modifyOpInPlace(
+          op, [&] { op.setInputsAttr(ArrayAttr::get(ctx, inputs)); });
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// remove_copy
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A copy nest as remove_copy recognizes it.
+struct CopyNest {
+  ComputeOp copy;
+  /// The outermost op of the nest (the copy itself when it has no scope).
+  Operation *top;
+  /// The scope or operation right after the nest, which holds every read.
+  Operation *user;
+  /// Per dimension of the copy, the depth of the scope indexing it, or
+  /// std::nullopt for a dimension of one element indexed by 0.
+  SmallVector<std::optional<unsigned>> dims;
+  /// The depth of the outermost scope of the nest.
+  unsigned topDepth;
+  AccessAttr source;
+};
+} // namespace
+
+static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
+  if (!buffer.isTemporary()) {
+    reason = "'" + buffer.getSymName().str() +
+             "' is a kernel input or output, not a copy";
+    return failure();
+  }
+  StringRef name = buffer.getSymName();
+  if (buffer.getArrays().size() != 1 ||
+      cast<StringAttr>(buffer.getArrays()[0]).getValue() != name) {
+    reason = "the buffer holds other arrays than '" + name.str() + "'";
+    return failure();
+  }
+  if (llvm::any_of(buffer.getReuse(), [](int64_t r) { return r != 0; })) {
+    reason = "the buffer has reused dimensions; materialize them first";
+    return failure();
+  }
+  auto kernel = buffer->getParentOfType<KernelOp>();
+  SmallVector<ComputeOp> writers, readers;
+  for (ComputeOp op : collectComputeOps(kernel)) {
+    if (op.getOut().getArray().getValue() == name)
+      writers.push_back(op);
+    else if (llvm::any_of(op.getInputs(), [&](Attribute input) {
+               auto access = dyn_cast<AccessAttr>(input);
+               return access && access.getArray().getValue() == name;
+             }))
+      readers.push_back(op);
+  }
+  if (writers.size() != 1) {
+    reason = std::to_string(writers.size()) + " operations write '" +
+             name.str() + "'; a copy has exactly one";
+    return failure();
+  }
+  CopyNest nest;
+  nest.copy = writers.front();
+  ComputeOp copy = nest.copy;
+  auto source = copy.getInputs().empty()
+                    ? AccessAttr()
+                    : dyn_cast<AccessAttr>(copy.getInputs()[0]);
+  if (copy.getKind() != OpKind::copy ||
+      copy.getReduction() != Reduction::none || !source) {
+    reason = "the operation writing '" + name.str() +
+             "' is not a plain copy of an array element";
+    return failure();
+  }
+  nest.source = source;
+  BufferOp from = findBuffer(kernel, source.getArray().getValue());
+  if (from.getElementType() != buffer.getElementType()) {
+    reason = "the copy converts between element types";
+    return failure();
+  }
+  // The copy writes every element: each dimension is indexed by its own
+  // scope of the dimension's size, or is one element indexed by 0.
+  unsigned depth = copy.getDepth();
+  SmallVector<LinearForm> target = copy.getOut().getLinearForms();
+  llvm::SmallDenseSet<unsigned> vars;
+  for (auto [j, form] : llvm::enumerate(target)) {
+    int64_t size = buffer.getShape()[j];
+    if (size == 1 && form == LinearForm::ofConstant(0)) {
+      nest.dims.push_back(std::nullopt);
+      continue;
+    }
+    std::optional<unsigned> var;
+    for (unsigned d = 0; d < form.getNumDims(); ++d)
+      if (form.coeffs[d])
+        var = d;
+    if (!var || !(form == LinearForm::ofDim(*var)) ||
+        getEnclosingScope(copy, *var).getSize() != static_cast<int64_t>(size) ||
+        !vars.insert(*var).second) {
+      reason = "the copy does not write every element of '" + name.str() +
+               "' once: dimension " + std::to_string(j) +
+               " is not indexed by its own scope of its size";
+      return failure();
+    }
+    nest.dims.push_back(var);
+  }
+  unsigned top = depth - vars.size();
+  nest.topDepth = top;
+  for (unsigned d = top; d < depth; ++d) {
+    ScopeOp scope = getEnclosingScope(copy, d);
+    if (!vars.contains(d) || !llvm::hasSingleElement(scope.getBodyBlock())) {
+      reason = "the copy of '" + name.str() +
+               "' is not alone in a nest of the scopes that index it";
+      return failure();
+    }
+  }
+  nest.top = vars.empty() ? copy.getOperation()
+                          : getEnclosingScope(copy, top).getOperation();
+  nest.user = nest.top->getNextNode();
+  if (!nest.user || readers.empty() ||
+      llvm::any_of(readers, [&](ComputeOp op) {
+        return !nest.user->isAncestor(op);
+      })) {
+    reason = "'" + name.str() +
+             "' is read outside the scope right after its copy";
+    return failure();
+  }
+  for (ComputeOp op : collectComputeOps(nest.user)) {
+    StringRef out = op.getOut().getArray().getValue();
+    if (llvm::is_contained(from.getArrays().getAsValueRange<StringAttr>(),
+                           out)) {
+      reason = "the scope after the copy writes '" + out.str() +
+               "', which the copy reads";
+      return failure();
+    }
+  }
+  return nest;
+}
+
+/// The index of the source array that read `forms` of the copy stands for.
+static std::optional<SmallVector<LinearForm>>
+substitute(const CopyNest &nest, ArrayRef<LinearForm> forms) {
+  SmallVector<LinearForm> result;
+  for (const LinearForm &form : nest.source.getLinearForms()) {
+    // The nest's variables are exactly the depths from topDepth on.
+    std::optional<LinearForm> value = outerPart(form, nest.topDepth);
+    value->constant = form.constant;
+    for (auto [j, var] : llvm::enumerate(nest.dims)) {
+      if (!var || !value)
+        continue;
+      std::optional<LinearForm> term = forms[j].scale(form.coeff(*var));
+      value = term ? value->add(*term) : std::nullopt;
+    }
+    if (!value)
+      return std::nullopt;
+    result.push_back(*value);
+  }
+  return result;
+}
+
+LogicalResult mlir::perfdojo::canRemoveCopy(BufferOp buffer,
+                                            std::string &reason) {
+  FailureOr<CopyNest> nest = matchCopy(buffer, reason);
+  if (failed(nest))
+    return failure();
+  StringRef name = buffer.getSymName();
+  for (ComputeOp op : collectComputeOps(nest->user))
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input);
+          access && access.getArray().getValue() == name &&
+          !substitute(*nest, access.getLinearForms())) {
+        reason = "an index of the source would overflow 64 bits";
+        return failure();
+      }
+  return success();
+}
+
+void mlir::perfdojo::removeCopy(RewriterBase &rewriter, BufferOp buffer) {
+  std::string reason;
+  CopyNest nest = *matchCopy(buffer, reason);
+  StringRef name = buffer.getSymName();
+  MLIRContext *ctx = rewriter.getContext();
+  StringAttr array = nest.source.getArray();
+  for (ComputeOp op : collectComputeOps(nest.user)) {
+    SmallVector<Attribute> inputs;
+    bool changed = false;
+    for (Attribute input : op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access || access.getArray().getValue() != name) {
+        inputs.push_back(input);
+        continue;
+      }
+      inputs.push_back(AccessAttr::getCanonical(
+          ctx, array.getValue(), *substitute(nest, access.getLinearForms())));
+      changed = true;
+    }
+    if (changed)
+      rewriter.modifyOpInPlace(
+          op, [&] { op.setInputsAttr(ArrayAttr::get(ctx, inputs)); });
+  }
+  rewriter.eraseOp(nest.top);
+  rewriter.eraseOp(buffer);
+}
