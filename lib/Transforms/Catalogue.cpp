@@ -276,6 +276,50 @@ void registerCopyMoves(MoveRegistry &registry) {
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { removeCopy(rewriter, loc.buffer); }));
 }
+
+void registerSharingMoves(MoveRegistry &registry) {
+  registry.add(std::make_unique<FunctionMove>(
+      "reuse_buffer",
+      "store a temporary in another one's buffer when their lifetimes are "
+      "disjoint",
+      "split_buffer", LocationKind::Buffer,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) {
+        return canReuseBuffer(loc.buffer, params[0], reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        reuseBuffer(rewriter, loc.buffer, params[0]);
+      },
+      ArrayRef<StringRef>{"array"},
+      [](const ResolvedLocation &loc) {
+        SmallVector<SmallVector<std::string, 2>> choices;
+        for (std::string &array : getReuseBufferCandidates(loc.buffer))
+          choices.push_back({array});
+        return choices;
+      }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "split_buffer", "give an array that shares a buffer its own buffer again",
+      "reuse_buffer", LocationKind::Buffer,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) {
+        return canSplitBuffer(loc.buffer, params[0], reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        splitBuffer(rewriter, loc.buffer, params[0]);
+      },
+      ArrayRef<StringRef>{"array"},
+      [](const ResolvedLocation &loc) {
+        SmallVector<SmallVector<std::string, 2>> choices;
+        BufferOp buffer = loc.buffer;
+        for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+          if (array != buffer.getSymName())
+            choices.push_back({array.str()});
+        return choices;
+      }));
+}
 } // namespace
 
 void mlir::perfdojo::registerAllMoves() {
@@ -374,6 +418,7 @@ void mlir::perfdojo::registerAllMoves() {
 
   registerBufferMoves(registry);
   registerCopyMoves(registry);
+  registerSharingMoves(registry);
 
   registry.add(std::make_unique<FunctionMove>(
       "unset_mapping", "make a mapped scope sequential again",

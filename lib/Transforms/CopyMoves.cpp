@@ -392,7 +392,7 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
       if (form.coeffs[d])
         var = d;
     if (!var || !(form == LinearForm::ofDim(*var)) ||
-        getEnclosingScope(copy, *var).getSize() != static_cast<int64_t>(size) ||
+        static_cast<int64_t>(getEnclosingScope(copy, *var).getSize()) != size ||
         !vars.insert(*var).second) {
       reason = "the copy does not write every element of '" + name.str() +
                "' once: dimension " + std::to_string(j) +

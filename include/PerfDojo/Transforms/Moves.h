@@ -109,6 +109,25 @@ void removeDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim);
 /// How many trailing elements of dimension `dim` no access reaches.
 int64_t getUnusedTail(BufferOp buffer, unsigned dim);
 
+//===- Sharing storage ---------------------------------------------------===//
+
+/// Stores temporary `array` (alone in a buffer of its name) in `buffer` too,
+/// deleting its own buffer. Legal when both are temporaries of the same
+/// type, shape, reuse and location, and every top-level scope touching one
+/// comes before every top-level scope touching the other.
+LogicalResult canReuseBuffer(BufferOp buffer, StringRef array,
+                             std::string &reason);
+void reuseBuffer(RewriterBase &rewriter, BufferOp buffer, StringRef array);
+/// The temporaries that are alone in their buffer, other than `buffer`.
+SmallVector<std::string> getReuseBufferCandidates(BufferOp buffer);
+
+/// reuse_buffer's inverse: gives `array` its own buffer again, declared
+/// right after `buffer`. Legal when the lifetimes are disjoint as above and
+/// the later arrays overwrite the whole buffer before reading it.
+LogicalResult canSplitBuffer(BufferOp buffer, StringRef array,
+                             std::string &reason);
+void splitBuffer(RewriterBase &rewriter, BufferOp buffer, StringRef array);
+
 //===- Copies -------------------------------------------------------------===//
 
 /// Inserts right before `scope` a nest copying the tile of `array` that the
