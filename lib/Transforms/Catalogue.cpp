@@ -401,6 +401,40 @@ void mlir::perfdojo::registerAllMoves() {
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { mergeScopes(rewriter, loc.scope); }));
 
+  registry.add(std::make_unique<FunctionMove>(
+      "peel_scope",
+      "split a scope into its first n iterations and the rest, run after",
+      "unpeel_scope", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) -> LogicalResult {
+        std::optional<int64_t> count = parsePositive(params[0]);
+        if (!count) {
+          reason = "the count '" + params[0] + "' is not a positive integer";
+          return failure();
+        }
+        return canPeelScope(loc.scope, *count, reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        peelScope(rewriter, loc.scope, *parsePositive(params[0]));
+      },
+      ArrayRef<StringRef>{"count"},
+      [](const ResolvedLocation &loc) {
+        SmallVector<SmallVector<std::string, 2>> choices;
+        for (int64_t count : getPeelChoices(loc.scope))
+          choices.push_back({std::to_string(count)});
+        return choices;
+      }));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "unpeel_scope",
+      "join a scope with the next one when it runs the following iterations",
+      "peel_scope", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canUnpeelScope(loc.scope, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { unpeelScope(rewriter, loc.scope); }));
+
   addMappingMove(registry, "unroll", "unroll a scope (:u)", Mapping::unroll);
   addMappingMove(registry, "parallelize",
                  "run a scope's iterations on CPU threads (:p)",

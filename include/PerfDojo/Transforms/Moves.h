@@ -51,6 +51,20 @@ ScopeOp tileScope(RewriterBase &rewriter, ScopeOp scope, int64_t tile);
 LogicalResult canMergeScopes(ScopeOp outer, std::string &reason);
 void mergeScopes(RewriterBase &rewriter, ScopeOp outer);
 
+/// Splits a scope of size N into one of its first `count` iterations and
+/// one of the other N-count, run right after it (`{d}` becomes
+/// `{d}+count` there). The order of every instance is unchanged.
+LogicalResult canPeelScope(ScopeOp scope, int64_t count, std::string &reason);
+ScopeOp peelScope(RewriterBase &rewriter, ScopeOp scope, int64_t count);
+/// The counts worth listing: for each power-of-two tile up to 64 that does
+/// not divide the size, its largest multiple below the size.
+SmallVector<int64_t> getPeelChoices(ScopeOp scope);
+
+/// Peeling's inverse: joins `scope` with the next sibling scope when that
+/// one's body is this one's with `{d}` shifted by this scope's size.
+LogicalResult canUnpeelScope(ScopeOp scope, std::string &reason);
+void unpeelScope(RewriterBase &rewriter, ScopeOp scope);
+
 //===- Mappings -----------------------------------------------------------===//
 
 /// Gives a sequential `scope` the mapping `mapping` (unroll, parallel,
