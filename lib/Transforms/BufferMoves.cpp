@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
@@ -22,6 +23,9 @@ using namespace mlir::perfdojo;
 /// Every compute op accessing `buffer`, with the accesses that do.
 static SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>
 getBufferAccesses(BufferOp buffer) {
+  using Accesses = SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>;
+  return CheckCache::get<Accesses>(
+      buffer, CheckCache::Question::BufferAccesses, [&] {
   llvm::StringSet<> arrays;
   for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
     arrays.insert(name);
@@ -39,6 +43,7 @@ getBufferAccesses(BufferOp buffer) {
           result.push_back({op, accesses});
       });
   return result;
+      });
 }
 
 static LogicalResult requireTemporary(BufferOp buffer, std::string &reason) {

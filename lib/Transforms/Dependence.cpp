@@ -1,6 +1,7 @@
 //===- Dependence.cpp - Exact dependence tests on perfdojo kernels --------===//
 
 #include "PerfDojo/Transforms/Dependence.h"
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "mlir/Analysis/Presburger/IntegerRelation.h"
 #include "mlir/Analysis/Presburger/PresburgerSpace.h"
 #include "mlir/Analysis/Presburger/Simplex.h"
@@ -12,9 +13,13 @@ using namespace mlir::perfdojo;
 using namespace mlir::presburger;
 
 SmallVector<ComputeOp> mlir::perfdojo::collectComputeOps(Operation *root) {
-  SmallVector<ComputeOp> ops;
-  root->walk<WalkOrder::PreOrder>([&](ComputeOp op) { ops.push_back(op); });
-  return ops;
+  return CheckCache::get<SmallVector<ComputeOp>>(
+      root, CheckCache::Question::ComputeOps, [&] {
+        SmallVector<ComputeOp> ops;
+        root->walk<WalkOrder::PreOrder>(
+            [&](ComputeOp op) { ops.push_back(op); });
+        return ops;
+      });
 }
 
 DependenceAnalysis::DependenceAnalysis(KernelOp kernel) {
@@ -120,7 +125,45 @@ public:
     inequalities.push_back(row);
   }
 
+  /// Whether the system has an integer solution. Systems recur across the
+  /// checks of one listing and across the listings of a walk (most of the
+  /// tree is unchanged by one move), so answers are remembered per thread,
+  /// keyed by the system itself.
   bool isFeasible() const {
+    for (const Row &row : llvm::concat<const Row>(equalities, inequalities))
+      if (row.overflow)
+        return true;
+    std::string key = getKey();
+    static thread_local llvm::StringMap<bool> answers;
+    if (auto it = answers.find(key); it != answers.end())
+      return it->second;
+    if (answers.size() >= (1u << 16))
+      answers.clear();
+    bool feasible = solve();
+    answers[key] = feasible;
+    return feasible;
+  }
+
+private:
+  /// The system's exact encoding: bounds, then each row's coefficients and
+  /// constant, rows separated by their kind and length.
+  std::string getKey() const {
+    SmallVector<int64_t, 64> words;
+    words.push_back(bounds.size());
+    llvm::append_range(words, bounds);
+    for (auto [kind, rows] : {std::make_pair(int64_t(-1), &equalities),
+                              std::make_pair(int64_t(-2), &inequalities)})
+      for (const Row &row : *rows) {
+        words.push_back(kind);
+        words.push_back(row.coeffs.size());
+        llvm::append_range(words, row.coeffs);
+        words.push_back(row.constant);
+      }
+    return std::string(reinterpret_cast<const char *>(words.data()),
+                       words.size() * sizeof(int64_t));
+  }
+
+  bool solve() const {
     unsigned n = bounds.size();
     IntegerPolyhedron poly(PresburgerSpace::getSetSpace(n));
     auto toVector = [&](const Row &row) {
@@ -140,9 +183,6 @@ public:
       poly.addInequality(toVector(lower));
       poly.addInequality(toVector(upper));
     }
-    for (const Row &row : llvm::concat<const Row>(equalities, inequalities))
-      if (row.overflow)
-        return true;
     for (const Row &eq : equalities)
       poly.addEquality(toVector(eq));
     for (const Row &ineq : inequalities)
@@ -161,7 +201,6 @@ public:
     return !poly.isEmpty();
   }
 
-private:
   /// Whether `point` satisfies every constraint of `poly`.
   static bool satisfies(const IntegerPolyhedron &poly,
                         ArrayRef<DynamicAPInt> point) {

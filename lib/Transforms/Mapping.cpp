@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/Moves.h"
 
@@ -46,13 +47,23 @@ static LogicalResult checkNesting(ScopeOp scope, Mapping mapping,
 /// Whether the iterations of `scope` may run concurrently.
 static LogicalResult checkIndependent(ScopeOp scope, bool reductionsCommute,
                                       std::string &reason) {
-  DependenceAnalysis deps(scope->getParentOfType<KernelOp>());
-  SmallVector<ComputeOp> ops = collectComputeOps(scope);
-  unsigned depth = scope.getDepth();
-  std::string buffer;
-  if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
-                       reductionsCommute, &buffer)) {
-    reason = "different iterations touch the same element of '" + buffer +
+  // The answer is shared by every concurrent mapping move on this scope.
+  auto conflict = CheckCache::get<std::optional<std::string>>(
+      scope,
+      reductionsCommute ? CheckCache::Question::IndependentCommuting
+                        : CheckCache::Question::Independent,
+      [&]() -> std::optional<std::string> {
+        DependenceAnalysis deps(scope->getParentOfType<KernelOp>());
+        SmallVector<ComputeOp> ops = collectComputeOps(scope);
+        unsigned depth = scope.getDepth();
+        std::string buffer;
+        if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
+                             reductionsCommute, &buffer))
+          return buffer;
+        return std::nullopt;
+      });
+  if (conflict) {
+    reason = "different iterations touch the same element of '" + *conflict +
              "', one of them writing it";
     return failure();
   }

@@ -1,6 +1,7 @@
 //===- Move.cpp - Move locations, registry, apply and enumerate -----------===//
 
 #include "PerfDojo/Transforms/Move.h"
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
@@ -320,10 +321,19 @@ static SmallVector<Candidate> getCandidates(KernelOp kernel, LocationKind kind,
 
 SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
                                                          const Move &move) {
+  CheckCache::Scope cache;
   SmallVector<MoveInstance> legal;
   std::string reason;
-  for (Candidate &candidate : getCandidates(kernel, move.getLocationKind(),
-                                            move.locatesChild())) {
+  // Moves of one location kind share the candidates.
+  unsigned kind = static_cast<unsigned>(move.getLocationKind()) +
+                  (move.locatesChild() ? 4 : 0);
+  auto candidates = CheckCache::get<SmallVector<Candidate>>(
+      kernel, CheckCache::Question(unsigned(CheckCache::Question::Candidates) + kind),
+      [&] {
+        return getCandidates(kernel, move.getLocationKind(),
+                             move.locatesChild());
+      });
+  for (Candidate &candidate : candidates) {
     for (SmallVector<std::string, 2> &params :
          move.getParamChoices(candidate.resolved)) {
       if (failed(move.check(candidate.resolved, params, reason)))
@@ -337,6 +347,8 @@ SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
 }
 
 SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel) {
+  // The checks of every move share one cache.
+  CheckCache::Scope cache;
   SmallVector<MoveInstance> legal;
   for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
     llvm::append_range(legal, enumerateMoves(kernel, *move));

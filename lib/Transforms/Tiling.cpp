@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/IndexRewrite.h"
 #include "PerfDojo/Transforms/Moves.h"
@@ -91,6 +92,29 @@ LogicalResult mlir::perfdojo::canTileScope(ScopeOp scope, int64_t tile,
     return failure();
   }
   unsigned depth = scope.getDepth();
+  // Tiling rewrites every index; it fails only where {depth} is a value or
+  // a coefficient of it times the tile overflows. Judge that from the
+  // largest coefficient, computed once per scope while listing.
+  auto [usesValue, largest] = CheckCache::get<std::pair<bool, uint64_t>>(
+      scope, CheckCache::Question::TileBounds, [&] {
+        std::pair<bool, uint64_t> bounds{false, 0};
+        scope.walk([&](ComputeOp op) {
+          SmallVector<AccessAttr> accesses{op.getOut()};
+          for (Attribute input : op.getInputs()) {
+            if (auto access = dyn_cast<AccessAttr>(input))
+              accesses.push_back(access);
+            else if (auto iter = dyn_cast<IterAttr>(input))
+              bounds.first |= iter.getDepth() == depth;
+          }
+          for (AccessAttr access : accesses)
+            for (const LinearForm &form : access.getLinearForms())
+              bounds.second = std::max<uint64_t>(
+                  bounds.second, llvm::AbsoluteValue(form.coeff(depth)));
+        });
+        return bounds;
+      });
+  if (!usesValue && largest <= uint64_t(INT64_MAX) / uint64_t(tile))
+    return success();
   return canRewriteIndices(
       scope,
       [&](const LinearForm &f) { return tileForm(f, depth, tile); },

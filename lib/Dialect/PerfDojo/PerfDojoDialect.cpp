@@ -187,11 +187,24 @@ AccessAttr AccessAttr::getCanonical(MLIRContext *ctx, StringRef array,
                          AffineMap::get(numDims, 0, exprs, ctx));
 }
 
+ArrayRef<LinearForm> PerfDojoDialect::getLinearForms(AffineMap map) {
+  {
+    llvm::sys::SmartScopedReader<true> lock(formsMutex);
+    auto it = formsCache.find(map);
+    if (it != formsCache.end())
+      return *it->second;
+  }
+  auto forms = std::make_unique<SmallVector<LinearForm>>();
+  for (AffineExpr e : map.getResults())
+    forms->push_back(LinearForm::fromAffineExpr(e).value_or(LinearForm()));
+  llvm::sys::SmartScopedWriter<true> lock(formsMutex);
+  auto [it, inserted] = formsCache.try_emplace(map, std::move(forms));
+  return *it->second;
+}
+
 SmallVector<LinearForm> AccessAttr::getLinearForms() const {
-  SmallVector<LinearForm> forms;
-  for (AffineExpr e : getMap().getResults())
-    forms.push_back(LinearForm::fromAffineExpr(e).value_or(LinearForm()));
-  return forms;
+  return llvm::to_vector(
+      static_cast<PerfDojoDialect &>(getDialect()).getLinearForms(getMap()));
 }
 
 /// Renders an affine expression for a diagnostic.

@@ -15,6 +15,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/RWMutex.h"
+#include <memory>
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojoOpsDialect.h.inc"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojoEnums.h.inc"

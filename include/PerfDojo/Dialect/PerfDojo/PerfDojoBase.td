@@ -41,6 +41,18 @@ def PerfDojo_Dialect : Dialect {
     (`pd-translate --import-pd` / `--export-pd`).
   }]);
   let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// The linear forms of the results of an access map, decomposed once per
+    /// map (maps are uniqued) and kept for the context's lifetime.
+    ::llvm::ArrayRef<LinearForm> getLinearForms(::mlir::AffineMap map);
+
+  private:
+    ::llvm::sys::SmartRWMutex<true> formsMutex;
+    ::llvm::DenseMap<::mlir::AffineMap,
+                     std::unique_ptr<::llvm::SmallVector<LinearForm>>>
+        formsCache;
+  public:
+  }];
 }
 
 //===----------------------------------------------------------------------===//

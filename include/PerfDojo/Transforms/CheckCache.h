@@ -1,0 +1,75 @@
+//===- CheckCache.h - Results shared by the checks of one listing -*- C++ -*-===//
+//
+// Listing the legal moves runs thousands of legality checks on one unchanged
+// kernel, and many of them ask the same question (are the iterations of this
+// scope independent? which operations does this subtree hold?). While a
+// CheckCache::Scope is alive on a thread, such answers are computed once and
+// reused; the IR must not change meanwhile. Without an active scope every
+// question is answered afresh, so checks are correct either way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_TRANSFORMS_CHECKCACHE_H
+#define PERFDOJO_TRANSFORMS_CHECKCACHE_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include <memory>
+
+namespace mlir {
+namespace perfdojo {
+
+class CheckCache {
+public:
+  /// What a cached answer is about.
+  enum class Question : unsigned {
+    ComputeOps,
+    Independent,
+    IndependentCommuting,
+    TileBounds,
+    BufferAccesses,
+    /// The candidate locations of each kind (see LocationKind), the last
+    /// two for scope moves that locate a child.
+    Candidates,
+    CandidatesEnd = Candidates + 8,
+  };
+
+  /// Makes a fresh cache active on this thread for its lifetime, unless one
+  /// already is.
+  class Scope {
+  public:
+    Scope();
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    std::unique_ptr<CheckCache> owned;
+  };
+
+  /// The answer to `question` about `op`: cached when a scope is active,
+  /// otherwise `compute()`.
+  template <typename T, typename Fn>
+  static T get(Operation *op, Question question, Fn &&compute) {
+    CheckCache *cache = active();
+    if (!cache)
+      return compute();
+    auto key = std::make_pair(op, static_cast<unsigned>(question));
+    auto it = cache->answers.find(key);
+    if (it != cache->answers.end())
+      return *static_cast<const T *>(it->second.get());
+    auto value = std::make_shared<T>(compute());
+    cache->answers[key] = value;
+    return *value;
+  }
+
+private:
+  static CheckCache *&active();
+  llvm::DenseMap<std::pair<Operation *, unsigned>, std::shared_ptr<void>>
+      answers;
+};
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_TRANSFORMS_CHECKCACHE_H
