@@ -1,9 +1,9 @@
 //===- CopyMoves.cpp - add_copy and remove_copy ---------------------------===//
 //
-//   tmp xc f32 [8] heap is added        add_copy@y:1:x:xc
+//   tmp xc f32 [1, 8] heap is added     add_copy@y:1:x:xc
 //   4 8 y[{0},{1}]=x[{0},{1}]*2       ------------------>
-//                                       4 8 xc[{1}]=x[{0},{1}]
-//                                       | 8 y[{0},{1}]=xc[{1}]*2
+//                                       4 8 xc[0,{1}]=x[{0},{1}]
+//                                       | 8 y[{0},{1}]=xc[0,{1}]*2
 //                                     <------------------
 //                                       remove_copy@xc
 //
@@ -117,70 +117,69 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
     aliases.insert(name);
   unsigned depth = scope.getDepth();
   unsigned rank = tile.source.getShape().size();
-  SmallVector<__int128> low(rank), high(rank);
-  std::optional<SmallVector<LinearForm>> first;
-  bool allSame = true;
+  struct Read {
+    SmallVector<LinearForm> forms;
+    SmallVector<int64_t> extents;
+  };
+  SmallVector<Read> reads;
+  std::optional<StringRef> written;
   for (ComputeOp op : collectComputeOps(scope)) {
     StringRef out = op.getOut().getArray().getValue();
-    if (aliases.contains(out)) {
-      reason = "the scope writes '" + out.str() + "'" +
-               (out == array ? std::string()
-                             : ", which shares a buffer with '" +
-                                   array.str() + "'") +
-               "; a copy taken before it would go stale";
-      return failure();
-    }
-    SmallVector<int64_t> extents = getEnclosingExtents(op);
-    for (Attribute input : op.getInputs()) {
-      auto access = dyn_cast<AccessAttr>(input);
-      if (!access || access.getArray().getValue() != array)
-        continue;
-      SmallVector<LinearForm> forms = access.getLinearForms();
-      for (unsigned j = 0; j < rank; ++j) {
-        auto [lo, hi] = innerPart(forms[j], depth).range(extents);
-        if (!first) {
-          tile.origin.push_back(outerPart(forms[j], depth));
-          low[j] = lo;
-          high[j] = hi;
-          continue;
-        }
-        if (!(outerPart(forms[j], depth) == tile.origin[j])) {
-          reason = "the reads of '" + array.str() +
-                   "' in the scope do not share one position outside it "
-                   "(dimension " +
-                   std::to_string(j) + ")";
-          return failure();
-        }
-        low[j] = std::min(low[j], lo);
-        high[j] = std::max(high[j], hi);
-      }
-      if (!first) {
-        first = forms;
-        // Only an input is known to hold every element of the box: for
-        // other arrays the box must be exactly what the reads touch.
-        if (!tile.source.isInput()) {
-          llvm::SmallDenseSet<unsigned> used;
-          for (const LinearForm &form : forms)
-            if (!isContiguous(form, extents, depth, used)) {
-              reason = "'" + array.str() +
-                       "' is not an input and the reads in the scope do not "
-                       "cover a whole box of it";
-              return failure();
-            }
-        }
-      } else if (*first != forms) {
-        allSame = false;
-      }
-    }
+    if (aliases.contains(out) && !written)
+      written = out;
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input);
+          access && access.getArray().getValue() == array)
+        reads.push_back({access.getLinearForms(), getEnclosingExtents(op)});
   }
-  if (!first) {
+  if (reads.empty()) {
     reason = "the scope does not read '" + array.str() + "'";
     return failure();
   }
-  if (!allSame && !tile.source.isInput()) {
-    reason = "'" + array.str() +
-             "' is not an input and the scope reads it at different indices";
+  if (written) {
+    reason = "the scope writes '" + written->str() + "'" +
+             (*written == array ? std::string()
+                                : ", which shares a buffer with '" +
+                                      array.str() + "'") +
+             "; a copy taken before it would go stale";
     return failure();
+  }
+  // The box: per dimension, the position outside the scope, which every
+  // read must share, and the range of the rest.
+  SmallVector<__int128> low(rank), high(rank);
+  for (unsigned j = 0; j < rank; ++j) {
+    tile.origin.push_back(outerPart(reads.front().forms[j], depth));
+    for (auto [i, read] : llvm::enumerate(reads)) {
+      if (!(outerPart(read.forms[j], depth) == tile.origin[j])) {
+        reason = "the reads of '" + array.str() +
+                 "' in the scope do not share one position outside it "
+                 "(dimension " +
+                 std::to_string(j) + ")";
+        return failure();
+      }
+      auto [lo, hi] = innerPart(read.forms[j], depth).range(read.extents);
+      low[j] = i ? std::min(low[j], lo) : lo;
+      high[j] = i ? std::max(high[j], hi) : hi;
+    }
+  }
+  // Only an input is known to hold every element of the box. For other
+  // arrays, every read must touch the whole box and nothing else, so that
+  // each element the copy reads was written before the scope.
+  if (!tile.source.isInput()) {
+    for (const Read &read : reads) {
+      llvm::SmallDenseSet<unsigned> used;
+      for (unsigned j = 0; j < rank; ++j) {
+        LinearForm inner = innerPart(read.forms[j], depth);
+        auto [lo, hi] = inner.range(read.extents);
+        if (lo != low[j] || hi != high[j] ||
+            !isContiguous(inner, read.extents, depth, used)) {
+          reason = "'" + array.str() +
+                   "' is not an input and a read in the scope does not "
+                   "cover the whole box of it";
+          return failure();
+        }
+      }
+    }
   }
   unsigned nested = 0;
   for (unsigned j = 0; j < rank; ++j) {
@@ -371,9 +370,10 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
     return failure();
   }
   nest.source = source;
+  // The verifier guarantees a copy between arrays of one element type.
   BufferOp from = findBuffer(kernel, source.getArray().getValue());
-  if (from.getElementType() != buffer.getElementType()) {
-    reason = "the copy converts between element types";
+  if (from == buffer) {
+    reason = "'" + name.str() + "' is copied from itself";
     return failure();
   }
   // The copy writes every element: each dimension is indexed by its own
@@ -414,7 +414,11 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
   nest.top = vars.empty() ? copy.getOperation()
                           : getEnclosingScope(copy, top).getOperation();
   nest.user = nest.top->getNextNode();
-  if (!nest.user || readers.empty() ||
+  if (readers.empty()) {
+    reason = "nothing reads '" + name.str() + "'";
+    return failure();
+  }
+  if (!nest.user ||
       llvm::any_of(readers, [&](ComputeOp op) {
         return !nest.user->isAncestor(op);
       })) {
@@ -426,8 +430,12 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
     StringRef out = op.getOut().getArray().getValue();
     if (llvm::is_contained(from.getArrays().getAsValueRange<StringAttr>(),
                            out)) {
-      reason = "the scope after the copy writes '" + out.str() +
-               "', which the copy reads";
+      reason = "the scope after the copy writes '" + out.str() + "'" +
+               (out == source.getArray().getValue()
+                    ? std::string(", which the copy reads")
+                    : ", which shares a buffer with '" +
+                          source.getArray().getValue().str() +
+                          "', which the copy reads");
       return failure();
     }
   }
