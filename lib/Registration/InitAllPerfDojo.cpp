@@ -1,6 +1,7 @@
 //===- InitAllPerfDojo.cpp - Register everything PerfDojo provides --------===//
 
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Search/Passes.h"
 #include "PerfDojo/Transforms/Move.h"
@@ -16,4 +17,5 @@ void mlir::registerAllPerfDojoPasses() {
   perfdojo::registerAllMoves();
   perfdojo::registerPerfDojoTransformsPasses();
   perfdojo::registerPerfDojoSearchPasses();
+  perfdojo::registerLoweringPasses();
 }

@@ -1,0 +1,41 @@
+//===- Passes.h - Lowering perfdojo kernels ----------------------*- C++ -*-===//
+//
+// `convert-perfdojo-to-standard` turns kernels into functions over memrefs;
+// `pd-lower-to-llvm` continues to the LLVM dialect for the CPU, ready for
+// the ExecutionEngine or mlir-translate.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_CONVERSION_LOWERING_PASSES_H
+#define PERFDOJO_CONVERSION_LOWERING_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir {
+namespace perfdojo {
+
+#define GEN_PASS_DECL
+#include "PerfDojo/Conversion/Lowering/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "PerfDojo/Conversion/Lowering/Passes.h.inc"
+
+/// Adds the passes from perfdojo kernels to the LLVM dialect (CPU, OpenMP
+/// for parallel scopes) to `pm`.
+void buildLowerToLLVMPipeline(OpPassManager &pm);
+
+/// Registers the lowering passes and the `pd-lower-to-llvm` pipeline.
+void registerLoweringPasses();
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_CONVERSION_LOWERING_PASSES_H

@@ -1,0 +1,600 @@
+//===- LowerToStandard.cpp - perfdojo kernels to scf/memref/vector --------===//
+//
+// Each kernel becomes a function over memrefs. The tree is walked once: a
+// scope becomes a loop (or, when vector-mapped, the lanes of the vector
+// operations it holds), a compute operation becomes loads, the primitive in
+// arith/math, and a store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir {
+namespace perfdojo {
+#define GEN_PASS_DEF_CONVERTPERFDOJOTOSTANDARD
+#include "PerfDojo/Conversion/Lowering/Passes.h.inc"
+} // namespace perfdojo
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+namespace {
+/// The lanes of the vector scope being lowered, if any.
+struct Lanes {
+  unsigned depth = 0;
+  int64_t width = 1;
+  bool active = false;
+};
+
+class KernelLowering {
+public:
+  KernelLowering(KernelOp kernel) : kernel(kernel), b(kernel) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult lowerBlock(Block &block);
+  LogicalResult lowerScope(ScopeOp scope);
+  LogicalResult lowerCompute(ComputeOp op);
+
+  // Indices.
+  Value constantIndex(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  /// The stored indices of `access`, with the lane variable (if any) at
+  /// `lane`.
+  SmallVector<Value> indices(AccessAttr access, int64_t lane);
+
+  // Values.
+  Type vectorOf(Type scalar) {
+    return lanes.active ? VectorType::get({lanes.width}, scalar) : scalar;
+  }
+  Value load(AccessAttr access);
+  void store(ComputeOp op, Value value);
+  Value operand(Attribute input, Type type);
+  Value constant(double value, Type type);
+  Value convert(Value value, Type from, Type to);
+  Value compute(ComputeOp op, Type outType, std::string &error);
+  Value binary(OpKind kind, Value a, Value c, Type type);
+
+  /// Lane-invariant, contiguous, or neither, for `access` in the lanes.
+  enum class Pattern { Invariant, Contiguous, Scattered };
+  Pattern classify(AccessAttr access);
+
+  BufferOp bufferOf(StringRef array) { return buffers.lookup(array); }
+  Type elementType(StringRef array) {
+    return bufferOf(array).getElementType();
+  }
+
+  KernelOp kernel;
+  OpBuilder b;
+  Location loc = kernel.getLoc();
+  llvm::StringMap<BufferOp> buffers;
+  llvm::StringMap<Value> memrefs;
+  /// The iteration variable of each enclosing scope; null for the lanes.
+  SmallVector<Value> ivs;
+  Lanes lanes;
+  SmallVector<scf::ForOp> unrolled;
+};
+} // namespace
+
+static bool isFloat(Type type) { return isa<FloatType>(getElementTypeOrSelf(type)); }
+
+LogicalResult KernelLowering::run() {
+  // The signature: inputs and outputs in declaration order.
+  SmallVector<Type> arguments;
+  SmallVector<BufferOp> parameters, temporaries;
+  for (BufferOp buffer : kernel.getBuffers()) {
+    for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+      buffers[array] = buffer;
+    if (buffer.isTemporary()) {
+      temporaries.push_back(buffer);
+      continue;
+    }
+    parameters.push_back(buffer);
+    arguments.push_back(
+        MemRefType::get(buffer.getShape(), buffer.getElementType()));
+  }
+  auto func = func::FuncOp::create(b, loc, kernel.getSymName(),
+                                   b.getFunctionType(arguments, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  for (auto [buffer, argument] : llvm::zip(parameters, entry->getArguments()))
+    for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+      memrefs[array] = argument;
+
+  SmallVector<Value> heap;
+  for (BufferOp buffer : temporaries) {
+    SmallVector<int64_t> stored;
+    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+      stored.push_back(buffer.getStoredExtent(d));
+    auto type = MemRefType::get(stored, buffer.getElementType());
+    Value memref;
+    if (buffer.getLocation() == BufferLocation::heap) {
+      memref = memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
+      heap.push_back(memref);
+    } else if (buffer.getLocation() == BufferLocation::shared) {
+      return kernel.emitError()
+             << "buffer '" << buffer.getSymName()
+             << "' is in GPU shared memory, which the CPU lowering cannot "
+                "place";
+    } else {
+      memref = memref::AllocaOp::create(b, loc, type, b.getI64IntegerAttr(64));
+    }
+    for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+      memrefs[array] = memref;
+  }
+
+  if (failed(lowerBlock(kernel.getBodyBlock())))
+    return failure();
+  for (Value memref : heap)
+    memref::DeallocOp::create(b, loc, memref);
+  func::ReturnOp::create(b, loc);
+
+  // Innermost first, so that an unrolled outer scope copies unrolled bodies.
+  for (scf::ForOp loop : llvm::reverse(unrolled)) {
+    int64_t trips = *getConstantIntValue(loop.getUpperBound());
+    if (trips > 1 && failed(loopUnrollByFactor(loop, trips)))
+      return kernel.emitError("cannot unroll a scope of ") << trips;
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::lowerBlock(Block &block) {
+  for (Operation &op : block) {
+    if (isa<BufferOp>(op))
+      continue;
+    if (auto scope = dyn_cast<ScopeOp>(op)) {
+      if (failed(lowerScope(scope)))
+        return failure();
+    } else if (failed(lowerCompute(cast<ComputeOp>(op)))) {
+      return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
+  loc = scope.getLoc();
+  int64_t size = scope.getSize();
+  OpBuilder::InsertionGuard guard(b);
+  switch (scope.getMapping()) {
+  case Mapping::grid:
+  case Mapping::block:
+  case Mapping::warp:
+    return scope.emitError() << "a scope mapped "
+                             << stringifyMapping(scope.getMapping())
+                             << " is for GPUs; the CPU lowering cannot run it";
+  case Mapping::vector: {
+    if (lanes.active)
+      return scope.emitError("a vector scope inside a vector scope");
+    lanes = {scope.getDepth(), size, true};
+    ivs.push_back(Value());
+    LogicalResult result = success();
+    for (Operation &op : scope.getBodyBlock()) {
+      auto compute = dyn_cast<ComputeOp>(op);
+      if (!compute) {
+        result = op.emitError("a vector scope may hold only operations");
+        break;
+      }
+      if (failed(lowerCompute(compute))) {
+        result = failure();
+        break;
+      }
+    }
+    ivs.pop_back();
+    lanes = {};
+    return result;
+  }
+  case Mapping::parallel: {
+    auto loop = scf::ParallelOp::create(b, loc, ValueRange{constantIndex(0)},
+                                        ValueRange{constantIndex(size)},
+                                        ValueRange{constantIndex(1)});
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    ivs.push_back(loop.getInductionVars()[0]);
+    break;
+  }
+  case Mapping::seq:
+  case Mapping::unroll: {
+    auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                   constantIndex(size), constantIndex(1));
+    if (scope.getMapping() == Mapping::unroll)
+      unrolled.push_back(loop);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    ivs.push_back(loop.getInductionVar());
+    break;
+  }
+  }
+  LogicalResult result = lowerBlock(scope.getBodyBlock());
+  ivs.pop_back();
+  return result;
+}
+
+SmallVector<Value> KernelLowering::indices(AccessAttr access, int64_t lane) {
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  SmallVector<Value> result;
+  for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+    int64_t constant = form.constant;
+    Value sum;
+    for (unsigned v = 0; v < form.getNumDims(); ++v) {
+      int64_t c = form.coeffs[v];
+      if (!c)
+        continue;
+      if (!ivs[v]) { // the lane variable
+        constant += c * lane;
+        continue;
+      }
+      Value term = ivs[v];
+      if (c != 1)
+        term = arith::MulIOp::create(b, loc, term, constantIndex(c));
+      sum = sum ? arith::AddIOp::create(b, loc, sum, term).getResult() : term;
+    }
+    if (!sum)
+      sum = constantIndex(constant);
+    else if (constant)
+      sum = arith::AddIOp::create(b, loc, sum, constantIndex(constant));
+    if (int64_t reuse = buffer.getReuse()[d])
+      sum = arith::RemUIOp::create(b, loc, sum, constantIndex(reuse));
+    result.push_back(sum);
+  }
+  return result;
+}
+
+KernelLowering::Pattern KernelLowering::classify(AccessAttr access) {
+  SmallVector<LinearForm> forms = access.getLinearForms();
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  bool invariant = true, contiguous = true;
+  for (auto [d, form] : llvm::enumerate(forms)) {
+    int64_t c = form.coeff(lanes.depth);
+    invariant &= c == 0;
+    bool last = d + 1 == forms.size();
+    contiguous &= last ? c == 1 && buffer.getReuse()[d] == 0 : c == 0;
+  }
+  return invariant    ? Pattern::Invariant
+         : contiguous ? Pattern::Contiguous
+                      : Pattern::Scattered;
+}
+
+Value KernelLowering::load(AccessAttr access) {
+  Value memref = memrefs.lookup(access.getArray().getValue());
+  Type scalar = elementType(access.getArray().getValue());
+  if (!lanes.active)
+    return memref::LoadOp::create(b, loc, memref, indices(access, 0));
+  switch (classify(access)) {
+  case Pattern::Invariant:
+    return vector::BroadcastOp::create(
+        b, loc, vectorOf(scalar),
+        memref::LoadOp::create(b, loc, memref, indices(access, 0)));
+  case Pattern::Contiguous:
+    return vector::LoadOp::create(b, loc, cast<VectorType>(vectorOf(scalar)),
+                                  memref, indices(access, 0));
+  case Pattern::Scattered: {
+    SmallVector<Value> elements;
+    for (int64_t lane = 0; lane < lanes.width; ++lane)
+      elements.push_back(
+          memref::LoadOp::create(b, loc, memref, indices(access, lane)));
+    return vector::FromElementsOp::create(
+        b, loc, cast<VectorType>(vectorOf(scalar)), elements);
+  }
+  }
+  llvm_unreachable("unknown pattern");
+}
+
+Value KernelLowering::constant(double value, Type type) {
+  Type scalar = getElementTypeOrSelf(type);
+  TypedAttr attr;
+  if (auto f = dyn_cast<FloatType>(scalar)) {
+    bool lost;
+    APFloat v(value);
+    v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    attr = FloatAttr::get(scalar, v);
+  } else {
+    attr = IntegerAttr::get(scalar, static_cast<int64_t>(value));
+  }
+  if (auto vector = dyn_cast<VectorType>(type))
+    attr = DenseElementsAttr::get(vector, attr);
+  return arith::ConstantOp::create(b, loc, attr);
+}
+
+Value KernelLowering::convert(Value value, Type from, Type to) {
+  Type src = getElementTypeOrSelf(from), dst = getElementTypeOrSelf(to);
+  if (src == dst)
+    return value;
+  auto shaped = dyn_cast<VectorType>(value.getType());
+  Type result = shaped ? VectorType::get(shaped.getShape(), dst) : dst;
+  if (isa<FloatType>(src) && isa<FloatType>(dst))
+    return src.getIntOrFloatBitWidth() < dst.getIntOrFloatBitWidth()
+               ? arith::ExtFOp::create(b, loc, result, value).getResult()
+               : arith::TruncFOp::create(b, loc, result, value).getResult();
+  if (isa<FloatType>(dst))
+    return arith::SIToFPOp::create(b, loc, result, value);
+  if (isa<FloatType>(src))
+    return arith::FPToSIOp::create(b, loc, result, value);
+  return src.getIntOrFloatBitWidth() < dst.getIntOrFloatBitWidth()
+             ? arith::ExtSIOp::create(b, loc, result, value).getResult()
+             : arith::TruncIOp::create(b, loc, result, value).getResult();
+}
+
+Value KernelLowering::operand(Attribute input, Type type) {
+  if (auto access = dyn_cast<AccessAttr>(input))
+    return convert(load(access), elementType(access.getArray().getValue()),
+                   type);
+  if (auto value = dyn_cast<FloatAttr>(input))
+    return constant(value.getValueAsDouble(), vectorOf(type));
+  unsigned depth = cast<IterAttr>(input).getDepth();
+  Type i64 = b.getI64Type();
+  if (!ivs[depth]) {
+    // The lane variable: 0, 1, ..., width-1.
+    SmallVector<int64_t> steps(lanes.width);
+    std::iota(steps.begin(), steps.end(), 0);
+    Value lanesValue = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({lanes.width}, i64),
+                                       ArrayRef<int64_t>(steps)));
+    return convert(lanesValue, i64, type);
+  }
+  Value scalar = convert(arith::IndexCastOp::create(b, loc, i64, ivs[depth]),
+                         i64, getElementTypeOrSelf(type));
+  if (!lanes.active)
+    return scalar;
+  return vector::BroadcastOp::create(b, loc, vectorOf(scalar.getType()),
+                                     scalar);
+}
+
+Value KernelLowering::binary(OpKind kind, Value x, Value y, Type type) {
+  bool fp = isFloat(type);
+  switch (kind) {
+  case OpKind::add:
+    return fp ? arith::AddFOp::create(b, loc, x, y).getResult()
+              : arith::AddIOp::create(b, loc, x, y).getResult();
+  case OpKind::sub:
+    return fp ? arith::SubFOp::create(b, loc, x, y).getResult()
+              : arith::SubIOp::create(b, loc, x, y).getResult();
+  case OpKind::mul:
+    return fp ? arith::MulFOp::create(b, loc, x, y).getResult()
+              : arith::MulIOp::create(b, loc, x, y).getResult();
+  case OpKind::div:
+    return fp ? arith::DivFOp::create(b, loc, x, y).getResult()
+              : arith::DivSIOp::create(b, loc, x, y).getResult();
+  case OpKind::max:
+    return fp ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+              : arith::MaxSIOp::create(b, loc, x, y).getResult();
+  case OpKind::min:
+    return fp ? arith::MinimumFOp::create(b, loc, x, y).getResult()
+              : arith::MinSIOp::create(b, loc, x, y).getResult();
+  default:
+    llvm_unreachable("not an arithmetic binary primitive");
+  }
+}
+
+/// The type an operand has by itself: its buffer's for an access, `type`
+/// (the operation's) for a constant or a scope variable.
+static Type naturalType(Attribute input, Type type,
+                        const llvm::StringMap<BufferOp> &buffers) {
+  if (auto access = dyn_cast<AccessAttr>(input))
+    return buffers.lookup(access.getArray().getValue()).getElementType();
+  return type;
+}
+
+static bool isComparisonKind(OpKind kind) {
+  return kind == OpKind::lt || kind == OpKind::le || kind == OpKind::gt ||
+         kind == OpKind::ge || kind == OpKind::eq || kind == OpKind::ne;
+}
+
+Value KernelLowering::compute(ComputeOp op, Type outType, std::string &error) {
+  ArrayRef<Attribute> inputs = op.getInputs().getValue();
+  OpKind kind = op.getKind();
+  auto in = [&](unsigned i, Type type) { return operand(inputs[i], type); };
+  bool fp = isFloat(outType);
+  switch (kind) {
+  case OpKind::copy:
+    return in(0, outType);
+  case OpKind::cast: {
+    Type from = naturalType(inputs[0], outType, buffers);
+    return convert(in(0, from), from, outType);
+  }
+  case OpKind::neg:
+    return fp ? arith::NegFOp::create(b, loc, in(0, outType)).getResult()
+              : arith::SubIOp::create(b, loc, constant(0, vectorOf(outType)),
+                                      in(0, outType))
+                    .getResult();
+  case OpKind::abs:
+    return fp ? math::AbsFOp::create(b, loc, in(0, outType)).getResult()
+              : math::AbsIOp::create(b, loc, in(0, outType)).getResult();
+  case OpKind::exp:
+    return math::ExpOp::create(b, loc, in(0, outType));
+  case OpKind::log:
+    return math::LogOp::create(b, loc, in(0, outType));
+  case OpKind::sqrt:
+    return math::SqrtOp::create(b, loc, in(0, outType));
+  case OpKind::rsqrt:
+    return math::RsqrtOp::create(b, loc, in(0, outType));
+  case OpKind::tanh:
+    return math::TanhOp::create(b, loc, in(0, outType));
+  case OpKind::sigmoid: {
+    Value one = constant(1, vectorOf(outType));
+    Value e = math::ExpOp::create(
+        b, loc, arith::NegFOp::create(b, loc, in(0, outType)));
+    return arith::DivFOp::create(b, loc, one,
+                                 arith::AddFOp::create(b, loc, one, e));
+  }
+  case OpKind::add:
+  case OpKind::sub:
+  case OpKind::mul:
+  case OpKind::div:
+  case OpKind::max:
+  case OpKind::min:
+    return binary(kind, in(0, outType), in(1, outType), outType);
+  case OpKind::fma: {
+    Value x = in(0, outType), y = in(1, outType), z = in(2, outType);
+    if (fp)
+      return math::FmaOp::create(b, loc, x, y, z);
+    return arith::AddIOp::create(b, loc,
+                                 arith::MulIOp::create(b, loc, x, y), z);
+  }
+  case OpKind::select: {
+    Type condType = naturalType(inputs[0], outType, buffers);
+    Value cond = in(0, condType);
+    Value zero = constant(0, vectorOf(condType));
+    Value truth =
+        isFloat(condType)
+            ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, cond,
+                                    zero)
+                  .getResult()
+            : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, cond,
+                                    zero)
+                  .getResult();
+    return arith::SelectOp::create(b, loc, truth, in(1, outType),
+                                   in(2, outType));
+  }
+  default:
+    break;
+  }
+  if (isComparisonKind(kind)) {
+    Type type = outType;
+    for (Attribute input : inputs)
+      if (isa<AccessAttr>(input)) {
+        type = naturalType(input, outType, buffers);
+        break;
+      }
+    Value x = in(0, type), y = in(1, type);
+    Value truth;
+    if (isFloat(type)) {
+      arith::CmpFPredicate p =
+          kind == OpKind::lt   ? arith::CmpFPredicate::OLT
+          : kind == OpKind::le ? arith::CmpFPredicate::OLE
+          : kind == OpKind::gt ? arith::CmpFPredicate::OGT
+          : kind == OpKind::ge ? arith::CmpFPredicate::OGE
+          : kind == OpKind::eq ? arith::CmpFPredicate::OEQ
+                               : arith::CmpFPredicate::UNE;
+      truth = arith::CmpFOp::create(b, loc, p, x, y);
+    } else {
+      arith::CmpIPredicate p =
+          kind == OpKind::lt   ? arith::CmpIPredicate::slt
+          : kind == OpKind::le ? arith::CmpIPredicate::sle
+          : kind == OpKind::gt ? arith::CmpIPredicate::sgt
+          : kind == OpKind::ge ? arith::CmpIPredicate::sge
+          : kind == OpKind::eq ? arith::CmpIPredicate::eq
+                               : arith::CmpIPredicate::ne;
+      truth = arith::CmpIOp::create(b, loc, p, x, y);
+    }
+    return arith::SelectOp::create(b, loc, truth,
+                                   constant(1, vectorOf(outType)),
+                                   constant(0, vectorOf(outType)));
+  }
+  error = "the CPU lowering has no rule for '" +
+          stringifyOpKind(kind).str() + "'";
+  return Value();
+}
+
+/// The primitive a reduction combines with.
+static OpKind combiner(Reduction reduction) {
+  switch (reduction) {
+  case Reduction::add:
+    return OpKind::add;
+  case Reduction::mul:
+    return OpKind::mul;
+  case Reduction::max:
+    return OpKind::max;
+  case Reduction::min:
+    return OpKind::min;
+  case Reduction::none:
+    break;
+  }
+  llvm_unreachable("not a reduction");
+}
+
+static vector::CombiningKind combiningKind(Reduction reduction, bool fp) {
+  switch (reduction) {
+  case Reduction::add:
+    return vector::CombiningKind::ADD;
+  case Reduction::mul:
+    return vector::CombiningKind::MUL;
+  case Reduction::max:
+    return fp ? vector::CombiningKind::MAXIMUMF : vector::CombiningKind::MAXSI;
+  case Reduction::min:
+    return fp ? vector::CombiningKind::MINIMUMF : vector::CombiningKind::MINSI;
+  case Reduction::none:
+    break;
+  }
+  llvm_unreachable("not a reduction");
+}
+
+void KernelLowering::store(ComputeOp op, Value value) {
+  AccessAttr out = op.getOut();
+  Value memref = memrefs.lookup(out.getArray().getValue());
+  Type type = elementType(out.getArray().getValue());
+  Reduction reduction = op.getReduction();
+  bool reduce = reduction != Reduction::none;
+  auto storeScalar = [&](Value v, int64_t lane) {
+    SmallVector<Value> at = indices(out, lane);
+    if (reduce)
+      v = binary(combiner(reduction), memref::LoadOp::create(b, loc, memref, at),
+                 v, type);
+    memref::StoreOp::create(b, loc, v, memref, at);
+  };
+  if (!lanes.active)
+    return storeScalar(value, 0);
+  switch (classify(out)) {
+  case Pattern::Contiguous: {
+    SmallVector<Value> at = indices(out, 0);
+    if (reduce)
+      value = binary(combiner(reduction),
+                     vector::LoadOp::create(
+                         b, loc, cast<VectorType>(value.getType()), memref, at),
+                     value, type);
+    vector::StoreOp::create(b, loc, value, memref, at);
+    return;
+  }
+  case Pattern::Invariant:
+    if (reduce) {
+      // A horizontal reduction of the lanes, then one update.
+      Value lanesTotal = vector::ReductionOp::create(
+          b, loc, combiningKind(reduction, isFloat(type)), value);
+      return storeScalar(lanesTotal, 0);
+    }
+    // Every lane writes the same element: the last one's value stays.
+    return storeScalar(vector::ExtractOp::create(
+                           b, loc, value, ArrayRef<int64_t>{lanes.width - 1}),
+                       0);
+  case Pattern::Scattered:
+    for (int64_t lane = 0; lane < lanes.width; ++lane)
+      storeScalar(
+          vector::ExtractOp::create(b, loc, value, ArrayRef<int64_t>{lane}),
+          lane);
+    return;
+  }
+}
+
+LogicalResult KernelLowering::lowerCompute(ComputeOp op) {
+  loc = op.getLoc();
+  Type outType = elementType(op.getOut().getArray().getValue());
+  std::string error;
+  Value value = compute(op, outType, error);
+  if (!value)
+    return op.emitError(error);
+  store(op, value);
+  return success();
+}
+
+namespace {
+struct ConvertPerfDojoToStandardPass
+    : public perfdojo::impl::ConvertPerfDojoToStandardBase<
+          ConvertPerfDojoToStandardPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
+    for (KernelOp kernel : kernels) {
+      KernelLowering lowering(kernel);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+      kernel.erase();
+    }
+  }
+};
+} // namespace
