@@ -181,7 +181,9 @@ mlir::perfdojo::getReuseBufferCandidates(BufferOp buffer) {
                             .getBodyBlock()
                             .getOps<BufferOp>())
     if (candidate != buffer && candidate.isTemporary() &&
-        candidate.getArrays().size() == 1)
+        candidate.getArrays().size() == 1 &&
+        cast<StringAttr>(candidate.getArrays()[0]).getValue() ==
+            candidate.getSymName())
       arrays.push_back(candidate.getSymName().str());
   return arrays;
 }
@@ -211,6 +213,11 @@ LogicalResult mlir::perfdojo::canSplitBuffer(BufferOp buffer, StringRef array,
   if (!llvm::is_contained(arrays, array)) {
     reason = "'" + buffer.getSymName().str() + "' does not hold an array '" +
              array.str() + "'";
+    return failure();
+  }
+  if (arrays.size() < 2) {
+    reason = "'" + buffer.getSymName().str() + "' holds only '" + array.str() +
+             "'; there is nothing to split it from";
     return failure();
   }
   if (array == buffer.getSymName()) {

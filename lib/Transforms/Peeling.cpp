@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/IndexRewrite.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "mlir/IR/IRMapping.h"
@@ -84,6 +85,9 @@ SmallVector<int64_t> mlir::perfdojo::getPeelChoices(ScopeOp scope) {
   for (int64_t tile = 2; tile <= 64 && tile < size; tile *= 2)
     if (size % tile != 0)
       counts.push_back(size / tile * tile);
+  // And the first half, so that every scope of two or more can be peeled.
+  if (size >= 2)
+    counts.push_back(size / 2);
   llvm::sort(counts);
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
@@ -162,6 +166,20 @@ LogicalResult mlir::perfdojo::canUnpeelScope(ScopeOp scope,
     return failure();
   }
   Block &x = scope.getBodyBlock(), &y = next.getBodyBlock();
+  // Joined, the iterations of both parts run concurrently: no iteration of
+  // one part may touch an element another iteration of the other writes.
+  if (scope.getMapping() == Mapping::parallel) {
+    DependenceAnalysis deps(scope->getParentOfType<KernelOp>());
+    std::string buffer;
+    if (deps.mayConflict(collectComputeOps(scope), collectComputeOps(next),
+                         scope.getDepth(), {}, /*reductionsCommute=*/false,
+                         &buffer)) {
+      reason = "the joined scope would be parallel, but an iteration of one "
+               "part touches an element of '" +
+               buffer + "' that an iteration of the other writes";
+      return failure();
+    }
+  }
   bool same = x.getOperations().size() == y.getOperations().size();
   for (auto [p, q] : llvm::zip(x, y))
     same = same && isShiftedCopy(&p, &q, scope.getDepth(), scope.getSize());

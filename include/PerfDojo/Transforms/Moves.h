@@ -57,7 +57,8 @@ void mergeScopes(RewriterBase &rewriter, ScopeOp outer);
 LogicalResult canPeelScope(ScopeOp scope, int64_t count, std::string &reason);
 ScopeOp peelScope(RewriterBase &rewriter, ScopeOp scope, int64_t count);
 /// The counts worth listing: for each power-of-two tile up to 64 that does
-/// not divide the size, its largest multiple below the size.
+/// not divide the size, its largest multiple below the size; and half the
+/// size.
 SmallVector<int64_t> getPeelChoices(ScopeOp scope);
 
 /// Peeling's inverse: joins `scope` with the next sibling scope when that
