@@ -490,23 +490,16 @@ Interpreter::create(KernelOp kernel, uint64_t maxBytes) {
 }
 
 void Interpreter::fillInputs(uint64_t seed) {
-  // splitmix64: tiny, fully specified, identical on every platform.
-  uint64_t state = seed;
-  auto next = [&]() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  InputGenerator generator(seed);
   for (BufferData &b : impl->buffers) {
     if (b.role != Role::in)
       continue;
     if (b.isFloat)
       for (double &v : b.floats)
-        v = std::ldexp(double(next() >> 11), -52) - 1.0;
+        v = generator.nextFloat();
     else
       for (int64_t &v : b.ints)
-        v = int64_t(next() % 17) - 8;
+        v = generator.nextInt();
   }
 }
 

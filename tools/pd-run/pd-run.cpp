@@ -9,6 +9,7 @@
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Search/Evaluator.h"
 #include "PerfDojo/Search/Interpreter.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
@@ -63,6 +64,35 @@ static cl::opt<uint64_t> maxMiB("max-mib",
                                          "more memory than this (MiB)"),
                                 cl::init(8192));
 
+static cl::OptionCategory jitCategory("Compiled execution (--jit)");
+static cl::opt<bool> jit("jit",
+                         cl::desc("also compile the kernel for this CPU, run "
+                                  "it on the same inputs, check its outputs "
+                                  "against the interpreter's and time it"),
+                         cl::cat(jitCategory));
+static cl::opt<bool> noInterpret(
+    "no-interpret",
+    cl::desc("with --jit: skip the interpreter (no output check); for "
+             "kernels too large to interpret"),
+    cl::cat(jitCategory));
+static cl::opt<unsigned> threads("num-threads",
+                                 cl::desc("OpenMP threads for parallel scopes"),
+                                 cl::init(1), cl::cat(jitCategory));
+static cl::opt<unsigned> repetitions("repetitions",
+                                     cl::desc("timed runs"), cl::init(5),
+                                     cl::cat(jitCategory));
+static cl::opt<unsigned> warmup("warmup", cl::desc("untimed runs first"),
+                                cl::init(1), cl::cat(jitCategory));
+static cl::opt<double>
+    timeLimit("time-limit",
+              cl::desc("seconds after which the compiled runs are killed"),
+              cl::init(60), cl::cat(jitCategory));
+static cl::opt<double> tolerance(
+    "tolerance",
+    cl::desc("largest accepted |compiled - interpreted| relative to the "
+             "largest |interpreted| of each output buffer (floats)"),
+    cl::init(1e-4), cl::cat(jitCategory));
+
 static std::string shapeString(const BufferData &b) {
   std::string text = "[";
   for (auto [i, s] : llvm::enumerate(b.shape))
@@ -71,6 +101,39 @@ static std::string shapeString(const BufferData &b) {
 }
 
 static int runTool(int argc, char **argv);
+
+/// Compiles, runs and times `kernel`; checks it against `reference` when
+/// given. Prints one line; returns the exit status.
+static int runCompiled(KernelOp kernel, const Interpreter *reference) {
+  EvaluationOptions options;
+  options.threads = threads;
+  options.repetitions = repetitions;
+  options.warmup = warmup;
+  options.timeLimit = timeLimit;
+  options.seed = seed;
+  EvaluationResult result = evaluate(kernel, options, reference, tolerance);
+  llvm::outs() << "jit " << kernel.getSymName() << ": ";
+  if (!result.ok()) {
+    llvm::outs() << stringifyEvaluationStatus(result.status) << ": "
+                 << result.reason << "\n";
+    return 1;
+  }
+  llvm::outs() << "compiled in "
+               << llvm::format("%.1f", result.compileSeconds * 1e3)
+               << " ms; median " << llvm::format("%.4g", result.median() * 1e3)
+               << " ms (min " << llvm::format("%.4g", result.minimum() * 1e3)
+               << ", max " << llvm::format("%.4g", result.maximum() * 1e3)
+               << ") over " << result.times.size() << " runs, " << threads
+               << (threads == 1 ? " thread" : " threads");
+  if (reference)
+    llvm::outs() << "; max error " << llvm::format("%.3g", result.maxError)
+                 << " (tolerance " << llvm::format("%g", tolerance.getValue())
+                 << ")";
+  else
+    llvm::outs() << "; not checked";
+  llvm::outs() << "\n";
+  return 0;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
@@ -159,8 +222,8 @@ static int runTool(int argc, char **argv) {
                << llvm::range_size(kernel.getBuffers()) << " buffers, "
                << scopes << " scopes, " << computes
                << " operations, nest depth " << maxDepth << "\n";
-  if (!interpret)
-    return 0;
+  if (!interpret || (jit && noInterpret))
+    return jit ? runCompiled(kernel, nullptr) : 0;
 
   FailureOr<std::unique_ptr<Interpreter>> interp =
       Interpreter::create(kernel, Interpreter::mebibytes(maxMiB));
@@ -208,5 +271,5 @@ static int runTool(int argc, char **argv) {
       }
     }
   }
-  return 0;
+  return jit ? runCompiled(kernel, interp->get()) : 0;
 }

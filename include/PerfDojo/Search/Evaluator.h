@@ -1,0 +1,123 @@
+//===- Evaluator.h - Compile, run, check and time a kernel -------*- C++ -*-===//
+//
+// The evaluator turns a kernel into machine code for this CPU (the
+// pd-lower-to-llvm pipeline, then LLVM at -O3 for the host's features in
+// MLIR's ExecutionEngine), runs it on the seeded inputs every evaluator
+// shares, and times it. Each run happens in a child process under a hard
+// time limit, so a variant that crashes or hangs comes back as a failure
+// with its reason and the caller carries on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_SEARCH_EVALUATOR_H
+#define PERFDOJO_SEARCH_EVALUATOR_H
+
+#include "PerfDojo/Search/Interpreter.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+namespace perfdojo {
+
+struct EvaluationOptions {
+  /// OpenMP threads for parallel scopes.
+  unsigned threads = 1;
+  /// Untimed runs before the timed ones.
+  unsigned warmup = 1;
+  /// Timed runs.
+  unsigned repetitions = 5;
+  /// Wall-clock limit of the whole child (warm-up, runs), in seconds.
+  double timeLimit = 60;
+  /// Seed of the inputs (see InputGenerator).
+  uint64_t seed = 1;
+};
+
+enum class EvaluationStatus {
+  Ok,
+  /// The lowering or the JIT failed.
+  CompileError,
+  /// The child died on a signal or exited abnormally.
+  Crash,
+  /// The child ran past the time limit and was killed.
+  Timeout,
+  /// The outputs differ from the reference, or hold a NaN the reference
+  /// does not.
+  WrongAnswer,
+};
+
+StringRef stringifyEvaluationStatus(EvaluationStatus status);
+
+/// The outputs of one compiled run, as doubles in row-major order.
+struct OutputData {
+  std::string name;
+  SmallVector<int64_t> shape;
+  bool isFloat = true;
+  std::vector<double> values;
+};
+
+struct EvaluationResult {
+  EvaluationStatus status = EvaluationStatus::Ok;
+  /// Why, for every status but Ok.
+  std::string reason;
+  /// Lowering plus JIT compilation, seconds.
+  double compileSeconds = 0;
+  /// Seconds of each timed run.
+  std::vector<double> times;
+  std::vector<OutputData> outputs;
+  /// The largest |compiled - reference| / (largest |reference| of the
+  /// buffer), over every output, when a reference was compared.
+  double maxError = 0;
+
+  bool ok() const { return status == EvaluationStatus::Ok; }
+  double median() const;
+  double minimum() const;
+  double maximum() const;
+};
+
+/// A kernel compiled for this CPU.
+class CompiledKernel {
+public:
+  ~CompiledKernel();
+
+  /// Lowers a copy of `kernel` and JIT-compiles it. On failure, the result
+  /// has status CompileError and the diagnostics as its reason.
+  static FailureOr<std::unique_ptr<CompiledKernel>>
+  compile(KernelOp kernel, EvaluationResult &result);
+
+  /// Runs the kernel in a child process on seeded inputs: `warmup` untimed
+  /// runs, then `repetitions` timed ones. Fills `result` (status, times,
+  /// outputs).
+  void run(const EvaluationOptions &options, EvaluationResult &result) const;
+
+private:
+  CompiledKernel() = default;
+  struct Buffer {
+    std::string name;
+    Role role;
+    Type elementType;
+    SmallVector<int64_t> shape;
+  };
+  std::unique_ptr<ExecutionEngine> engine;
+  void (*entry)(void **) = nullptr;
+  SmallVector<Buffer> buffers;
+};
+
+/// Compares compiled outputs with the interpreter's buffers of the same
+/// names: a float element matches when |a - b| <= tolerance * the largest
+/// finite |reference| of its buffer (and NaN only where the reference is
+/// NaN); integers must be equal. On a mismatch, sets the status and reason
+/// of `result`; always sets maxError.
+void compareWithReference(const Interpreter &reference, double tolerance,
+                          EvaluationResult &result);
+
+/// Compile, run, and (when `reference` is given) compare, in one call.
+EvaluationResult evaluate(KernelOp kernel, const EvaluationOptions &options,
+                          const Interpreter *reference = nullptr,
+                          double tolerance = 1e-4);
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_SEARCH_EVALUATOR_H

@@ -1,0 +1,425 @@
+//===- Evaluator.cpp - Compile, run, check and time a kernel --------------===//
+
+#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern "C" void omp_set_num_threads(int);
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+StringRef mlir::perfdojo::stringifyEvaluationStatus(EvaluationStatus status) {
+  switch (status) {
+  case EvaluationStatus::Ok:
+    return "ok";
+  case EvaluationStatus::CompileError:
+    return "compile-error";
+  case EvaluationStatus::Crash:
+    return "crash";
+  case EvaluationStatus::Timeout:
+    return "timeout";
+  case EvaluationStatus::WrongAnswer:
+    return "wrong-answer";
+  }
+  llvm_unreachable("unknown status");
+}
+
+double EvaluationResult::median() const {
+  if (times.empty())
+    return 0;
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+double EvaluationResult::minimum() const {
+  return times.empty() ? 0 : *std::min_element(times.begin(), times.end());
+}
+
+double EvaluationResult::maximum() const {
+  return times.empty() ? 0 : *std::max_element(times.begin(), times.end());
+}
+
+CompiledKernel::~CompiledKernel() = default;
+
+namespace {
+/// Memory shared with the child process, unmapped on destruction.
+class SharedMemory {
+public:
+  explicit SharedMemory(size_t bytes) : bytes(std::max<size_t>(bytes, 1)) {
+    void *p = mmap(nullptr, this->bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    data = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+  }
+  ~SharedMemory() {
+    if (data)
+      munmap(data, bytes);
+  }
+  SharedMemory(const SharedMemory &) = delete;
+  SharedMemory &operator=(const SharedMemory &) = delete;
+  char *data;
+  size_t bytes;
+};
+
+unsigned byteWidth(Type type) { return type.getIntOrFloatBitWidth() / 8; }
+
+int64_t elementCount(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Stores `value` as one element of `type` at `at`.
+void storeElement(char *at, Type type, double value, int64_t integer) {
+  if (auto f = dyn_cast<FloatType>(type)) {
+    if (f.isF64()) {
+      std::memcpy(at, &value, 8);
+    } else if (f.isF32()) {
+      float v = static_cast<float>(value);
+      std::memcpy(at, &v, 4);
+    } else {
+      bool lost;
+      llvm::APFloat v(value);
+      v.convert(f.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+      uint16_t bits = v.bitcastToAPInt().getZExtValue();
+      std::memcpy(at, &bits, 2);
+    }
+    return;
+  }
+  std::memcpy(at, &integer, byteWidth(type)); // little-endian truncation
+}
+
+/// Reads one element of `type` at `at` as a double.
+double loadElement(const char *at, Type type) {
+  if (auto f = dyn_cast<FloatType>(type)) {
+    if (f.isF64()) {
+      double v;
+      std::memcpy(&v, at, 8);
+      return v;
+    }
+    if (f.isF32()) {
+      float v;
+      std::memcpy(&v, at, 4);
+      return v;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, at, 2);
+    llvm::APFloat v(f.getFloatSemantics(), llvm::APInt(16, bits));
+    bool lost;
+    v.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+              &lost);
+    return v.convertToDouble();
+  }
+  switch (byteWidth(type)) {
+  case 1: {
+    int8_t v;
+    std::memcpy(&v, at, 1);
+    return v;
+  }
+  case 2: {
+    int16_t v;
+    std::memcpy(&v, at, 2);
+    return v;
+  }
+  case 4: {
+    int32_t v;
+    std::memcpy(&v, at, 4);
+    return v;
+  }
+  default: {
+    int64_t v;
+    std::memcpy(&v, at, 8);
+    return static_cast<double>(v);
+  }
+  }
+}
+
+std::string describeSignal(int signal) {
+  const char *name = strsignal(signal);
+  return "killed by signal " + std::to_string(signal) + " (" +
+         (name ? name : "unknown") + ")";
+}
+} // namespace
+
+FailureOr<std::unique_ptr<CompiledKernel>>
+CompiledKernel::compile(KernelOp kernel, EvaluationResult &result) {
+  auto start = std::chrono::steady_clock::now();
+  auto fail = [&](std::string reason) {
+    result.status = EvaluationStatus::CompileError;
+    result.reason = std::move(reason);
+    return failure();
+  };
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+
+  std::unique_ptr<CompiledKernel> compiled(new CompiledKernel());
+  for (BufferOp buffer : kernel.getBuffers())
+    if (!buffer.isTemporary())
+      compiled->buffers.push_back({buffer.getSymName().str(), buffer.getRole(),
+                                   buffer.getElementType(),
+                                   SmallVector<int64_t>(buffer.getShape())});
+
+  MLIRContext *ctx = kernel.getContext();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  registerOpenMPDialectTranslation(*ctx);
+
+  // Lower a copy in a module of its own.
+  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
+  module->getBody()->push_back(kernel->clone());
+  std::string diagnostics;
+  {
+    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+      llvm::raw_string_ostream os(diagnostics);
+      if (!diagnostics.empty())
+        os << "; ";
+      os << diag.getLocation() << ": " << diag.str();
+      return success();
+    });
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    buildLowerToLLVMPipeline(pm);
+    if (failed(pm.run(*module)))
+      return fail("lowering failed: " + diagnostics);
+  }
+
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return fail("cannot target this CPU: " + toString(builder.takeError()));
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine)
+    return fail("cannot target this CPU: " + toString(machine.takeError()));
+  auto transformer = makeOptimizingTransformer(3, 0, machine->get());
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  auto engine = ExecutionEngine::create(*module, options, std::move(*machine));
+  if (!engine)
+    return fail("JIT compilation failed: " + toString(engine.takeError()));
+  compiled->engine = std::move(*engine);
+  auto entry = compiled->engine->lookupPacked(
+      ("_mlir_ciface_" + kernel.getSymName()).str());
+  if (!entry)
+    return fail("the compiled kernel has no entry point: " +
+                toString(entry.takeError()));
+  compiled->entry = *entry;
+  result.compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+  return compiled;
+}
+
+void CompiledKernel::run(const EvaluationOptions &options,
+                         EvaluationResult &result) const {
+  auto fail = [&](EvaluationStatus status, std::string reason) {
+    result.status = status;
+    result.reason = std::move(reason);
+  };
+  // Inputs and outputs live in memory the child shares, so its results
+  // survive it; the inputs are filled here, from the shared generator.
+  std::vector<std::unique_ptr<SharedMemory>> memory;
+  InputGenerator generator(options.seed);
+  for (const Buffer &buffer : buffers) {
+    int64_t count = elementCount(buffer.shape);
+    unsigned width = byteWidth(buffer.elementType);
+    memory.push_back(std::make_unique<SharedMemory>(count * width));
+    char *data = memory.back()->data;
+    if (!data)
+      return fail(EvaluationStatus::Crash,
+                  "cannot map " + std::to_string(count * width) +
+                      " bytes for buffer '" + buffer.name + "'");
+    if (buffer.role != Role::in)
+      continue;
+    bool fp = isa<FloatType>(buffer.elementType);
+    for (int64_t i = 0; i < count; ++i) {
+      double f = fp ? generator.nextFloat() : 0;
+      int64_t n = fp ? 0 : generator.nextInt();
+      storeElement(data + i * width, buffer.elementType, f, n);
+    }
+  }
+  // Memref descriptors: allocated and aligned pointers, offset, sizes,
+  // strides.
+  std::vector<std::vector<int64_t>> descriptors;
+  for (auto [buffer, mem] : llvm::zip(buffers, memory)) {
+    std::vector<int64_t> d{reinterpret_cast<int64_t>(mem->data),
+                           reinterpret_cast<int64_t>(mem->data), 0};
+    d.insert(d.end(), buffer.shape.begin(), buffer.shape.end());
+    std::vector<int64_t> strides(buffer.shape.size(), 1);
+    for (int i = int(buffer.shape.size()) - 2; i >= 0; --i)
+      strides[i] = strides[i + 1] * buffer.shape[i + 1];
+    d.insert(d.end(), strides.begin(), strides.end());
+    descriptors.push_back(std::move(d));
+  }
+  std::vector<void *> pointers, arguments;
+  for (auto &d : descriptors)
+    pointers.push_back(d.data());
+  for (void *&p : pointers)
+    arguments.push_back(&p);
+
+  unsigned reps = std::max(options.repetitions, 1u);
+  SharedMemory shared((reps + 1) * sizeof(double));
+  if (!shared.data)
+    return fail(EvaluationStatus::Crash, "cannot map the result area");
+  auto *times = reinterpret_cast<double *>(shared.data);
+  auto *done = times + reps;
+  *done = 0;
+
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0)
+    return fail(EvaluationStatus::Crash,
+                std::string("cannot start a child process: ") +
+                    std::strerror(errno));
+  if (child == 0) {
+    omp_set_num_threads(std::max(options.threads, 1u));
+    void (*entry)(void **) = this->entry;
+    for (unsigned i = 0; i < options.warmup; ++i)
+      entry(arguments.data());
+    for (unsigned i = 0; i < reps; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      entry(arguments.data());
+      times[i] = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+    }
+    *done = 1;
+    _exit(0);
+  }
+  auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (true) {
+    pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child)
+      break;
+    if (r < 0 && errno != EINTR) {
+      return fail(EvaluationStatus::Crash,
+                  std::string("lost the child process: ") +
+                      std::strerror(errno));
+    }
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (elapsed > options.timeLimit) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      char limit[32];
+      std::snprintf(limit, sizeof(limit), "%g", options.timeLimit);
+      return fail(EvaluationStatus::Timeout,
+                  std::string("still running after the limit of ") + limit +
+                      " s; killed");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(
+        elapsed < 0.01 ? 50 : elapsed < 1 ? 1000 : 10000));
+  }
+  if (WIFSIGNALED(status))
+    return fail(EvaluationStatus::Crash, describeSignal(WTERMSIG(status)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || *done != 1)
+    return fail(EvaluationStatus::Crash,
+                "the child exited with status " +
+                    std::to_string(WEXITSTATUS(status)));
+  result.times.assign(times, times + reps);
+  result.outputs.clear();
+  for (auto [buffer, mem] : llvm::zip(buffers, memory)) {
+    if (buffer.role != Role::out)
+      continue;
+    OutputData out;
+    out.name = buffer.name;
+    out.shape = buffer.shape;
+    out.isFloat = isa<FloatType>(buffer.elementType);
+    int64_t count = elementCount(buffer.shape);
+    unsigned width = byteWidth(buffer.elementType);
+    out.values.resize(count);
+    for (int64_t i = 0; i < count; ++i)
+      out.values[i] = loadElement(mem->data + i * width, buffer.elementType);
+    result.outputs.push_back(std::move(out));
+  }
+}
+
+void mlir::perfdojo::compareWithReference(const Interpreter &reference,
+                                          double tolerance,
+                                          EvaluationResult &result) {
+  result.maxError = 0;
+  for (const OutputData &out : result.outputs) {
+    const BufferData *ref = reference.lookupBuffer(out.name);
+    if (!ref || ref->getNumElements() != int64_t(out.values.size())) {
+      result.status = EvaluationStatus::WrongAnswer;
+      result.reason = "the reference has no output '" + out.name +
+                      "' of the same size";
+      return;
+    }
+    double scale = 0;
+    for (int64_t i = 0; i < ref->getNumElements(); ++i)
+      if (double v = std::fabs(ref->getAsDouble(i)); std::isfinite(v))
+        scale = std::max(scale, v);
+    for (int64_t i = 0; i < ref->getNumElements(); ++i) {
+      double want = ref->getAsDouble(i), got = out.values[i];
+      bool match;
+      double error = 0;
+      if (!out.isFloat) {
+        match = want == got;
+        error = match ? 0 : 1;
+      } else if (std::isnan(want) || std::isnan(got)) {
+        match = std::isnan(want) && std::isnan(got);
+      } else if (std::isinf(want) || std::isinf(got)) {
+        match = want == got;
+      } else {
+        error = std::fabs(got - want) / (scale > 0 ? scale : 1);
+        match = error <= tolerance;
+      }
+      result.maxError = std::max(result.maxError, error);
+      if (!match && result.status == EvaluationStatus::Ok) {
+        result.status = EvaluationStatus::WrongAnswer;
+        char text[160];
+        std::snprintf(text, sizeof(text),
+                      "element %lld of '%s' is %.9g, the reference %.9g",
+                      static_cast<long long>(i), out.name.c_str(), got, want);
+        result.reason = text;
+        if (std::isnan(got) && !std::isnan(want))
+          result.reason += " (NaN)";
+      }
+    }
+  }
+}
+
+EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
+                                          const EvaluationOptions &options,
+                                          const Interpreter *reference,
+                                          double tolerance) {
+  EvaluationResult result;
+  FailureOr<std::unique_ptr<CompiledKernel>> compiled =
+      CompiledKernel::compile(kernel, result);
+  if (failed(compiled))
+    return result;
+  (*compiled)->run(options, result);
+  if (result.ok() && reference)
+    compareWithReference(*reference, tolerance, result);
+  return result;
+}
