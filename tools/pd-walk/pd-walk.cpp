@@ -42,6 +42,7 @@
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Search/Evaluator.h"
 #include "PerfDojo/Search/Interpreter.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
@@ -132,6 +133,17 @@ static cl::opt<bool> checkRaces(
              "writing it (the interpreter runs them in order and cannot see "
              "this)"),
     cl::init(true));
+static cl::opt<bool> checkJit(
+    "jit", cl::cat(walkCategory),
+    cl::desc("also compile each checked kernel for this CPU and compare its "
+             "outputs (2 threads) with the original's interpretation "
+             "(tolerance 1e-4 of each buffer's largest magnitude, for float32 "
+             "rounding); kernels with GPU mappings are not compiled"));
+static cl::opt<bool> cpuOnly(
+    "cpu-only", cl::cat(walkCategory),
+    cl::desc("never choose a GPU move (gpu_grid, gpu_block, gpu_warp, "
+             "set_location to shared), so that every walk stays compilable "
+             "for the CPU (with --jit)"));
 static cl::opt<bool> printStats("move-stats", cl::cat(walkCategory),
                                 cl::desc("print how often each move was "
                                          "applied and offered"));
@@ -602,6 +614,10 @@ static std::string joinMoves(ArrayRef<std::string> moves) {
   return text;
 }
 
+/// Kernels compiled and checked by --jit, and those it could not compile
+/// for the CPU (GPU mappings).
+static uint64_t jitCompiled = 0, jitSkipped = 0;
+
 /// Verifies, interprets and compares `kernel` with the reference.
 static Outcome checkKernel(const Subject &subject, KernelOp kernel,
                            std::string &message) {
@@ -628,6 +644,27 @@ static Outcome checkKernel(const Subject &subject, KernelOp kernel,
   if (checkRaces) {
     crashContext.stage = "checking races";
     message = RaceChecker(kernel).run();
+    if (!message.empty())
+      return Outcome::Fail;
+  }
+  if (checkJit && getCPUIncompatibility(kernel))
+    ++jitSkipped;
+  if (checkJit && !getCPUIncompatibility(kernel)) {
+    ++jitCompiled;
+    crashContext.stage = "compiling and running the kernel";
+    EvaluationOptions options;
+    options.threads = 2;
+    options.warmup = 0;
+    options.repetitions = 1;
+    options.timeLimit = 60;
+    options.seed = inputSeed;
+    EvaluationResult result = evaluate(kernel, options);
+    if (result.ok())
+      compareWithReference(subject.reference, 1e-4, result);
+    if (!result.ok())
+      message = "the compiled kernel fails: " +
+                stringifyEvaluationStatus(result.status).str() + ": " +
+                result.reason;
   }
   return message.empty() ? Outcome::Pass : Outcome::Fail;
 }
@@ -819,6 +856,13 @@ static void walkKernel(const Subject &subject, Totals &totals) {
     for (unsigned s = 0; s < numSteps && outcome == Outcome::Pass; ++s) {
       crashContext.stage = "enumerating the legal moves";
       SmallVector<MoveInstance> legal = enumerateMoves(kernel);
+      if (cpuOnly)
+        llvm::erase_if(legal, [](const MoveInstance &m) {
+          StringRef name = m.move->getName();
+          return name.starts_with("gpu_") ||
+                 (name == "set_location" && !m.location.params.empty() &&
+                  m.location.params[0] == "shared");
+        });
       if (legal.empty()) {
         ++deadEnds;
         break;
@@ -1042,6 +1086,10 @@ static int runTool(int argc, char **argv) {
   }
   llvm::outs() << "summary: kernels=" << totals.kernels
                << " walks=" << totals.walks << " steps=" << totals.steps
-               << " failures=" << totals.failures << "\n";
+               << " failures=" << totals.failures;
+  if (checkJit)
+    llvm::outs() << " compiled=" << jitCompiled
+                 << " not-compiled(gpu)=" << jitSkipped;
+  llvm::outs() << "\n";
   return totals.failures ? 1 : 0;
 }

@@ -111,6 +111,13 @@ private:
 /// of `result`; always sets maxError.
 void compareWithReference(const Interpreter &reference, double tolerance,
                           EvaluationResult &result);
+/// The same against interpreted buffers (those of other names are ignored).
+void compareWithReference(ArrayRef<BufferData> reference, double tolerance,
+                          EvaluationResult &result);
+
+/// Why `kernel` cannot run on the CPU (a GPU mapping or GPU shared memory),
+/// or std::nullopt.
+std::optional<std::string> getCPUIncompatibility(KernelOp kernel);
 
 /// Compile, run, and (when `reference` is given) compare, in one call.
 EvaluationResult evaluate(KernelOp kernel, const EvaluationOptions &options,

@@ -4,12 +4,41 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
+namespace {
+/// Replaces f32 exp, log and tanh by MLIR's polynomial approximations
+/// (a few ulp), which vectorize, instead of one libm call per lane.
+struct ApproximateMathPass
+    : public PassWrapper<ApproximateMathPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateMathPass)
+  StringRef getArgument() const override { return "pd-approximate-math"; }
+  StringRef getDescription() const override {
+    return "Polynomial approximations of f32 exp, log and tanh";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, math::MathDialect,
+                    vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) {
+          return name == "exp" || name == "log" || name == "tanh";
+        });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+
 void mlir::perfdojo::buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertPerfDojoToStandard());
+  pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertSCFToOpenMPPass());
@@ -35,6 +64,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(OpPassManager &pm) {
 
 void mlir::perfdojo::registerLoweringPasses() {
   registerPerfDojoLoweringPasses();
+  PassRegistration<ApproximateMathPass>();
   PassPipelineRegistration<>(
       "pd-lower-to-llvm",
       "Lower perfdojo kernels to the LLVM dialect for the CPU (OpenMP for "

@@ -366,9 +366,36 @@ void CompiledKernel::run(const EvaluationOptions &options,
 void mlir::perfdojo::compareWithReference(const Interpreter &reference,
                                           double tolerance,
                                           EvaluationResult &result) {
+  compareWithReference(reference.getBuffers(), tolerance, result);
+}
+
+std::optional<std::string>
+mlir::perfdojo::getCPUIncompatibility(KernelOp kernel) {
+  for (BufferOp buffer : kernel.getBuffers())
+    if (buffer.getLocation() == BufferLocation::shared)
+      return "buffer '" + buffer.getSymName().str() +
+             "' is in GPU shared memory";
+  std::optional<std::string> why;
+  kernel.walk([&](ScopeOp scope) {
+    Mapping m = scope.getMapping();
+    if (m == Mapping::grid || m == Mapping::block || m == Mapping::warp) {
+      why = "a scope is mapped " + stringifyMapping(m).str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return why;
+}
+
+void mlir::perfdojo::compareWithReference(ArrayRef<BufferData> buffers,
+                                          double tolerance,
+                                          EvaluationResult &result) {
   result.maxError = 0;
   for (const OutputData &out : result.outputs) {
-    const BufferData *ref = reference.lookupBuffer(out.name);
+    const BufferData *ref = nullptr;
+    for (const BufferData &b : buffers)
+      if (b.name == out.name)
+        ref = &b;
     if (!ref || ref->getNumElements() != int64_t(out.values.size())) {
       result.status = EvaluationStatus::WrongAnswer;
       result.reason = "the reference has no output '" + out.name +

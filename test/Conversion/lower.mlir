@@ -1,0 +1,119 @@
+// The CPU lowering of each construct: buffers, scope mappings, vector
+// patterns, reductions, primitives.
+// RUN: pd-opt %s --convert-perfdojo-to-standard --split-input-file --verify-diagnostics | FileCheck %s
+
+// Inputs and outputs become memref arguments in declaration order; heap
+// temporaries an aligned alloc (freed at the end), stack ones an alloca;
+// a reused dimension stores its reuse factor and is indexed mod it.
+// CHECK-LABEL: func.func @buffers(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4xf32>) attributes {llvm.emit_c_interface}
+// CHECK-DAG: memref.alloc() {alignment = 64 : i64} : memref<4x1xf32>
+// CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<4xf32>
+// CHECK: scf.for %[[I:.*]] = %c0 to %c4 step %c1
+// CHECK: scf.for %[[J:.*]] = %c0{{.*}} to %c8 step %c1
+// CHECK: arith.remui %[[J]], %c1{{.*}} : index
+// CHECK: memref.dealloc
+perfdojo.kernel @buffers {
+  perfdojo.buffer in x f32 [4, 8] heap
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.buffer tmp t f32 [4, 8:1] heap
+  perfdojo.buffer tmp s f32 [4] stack
+  perfdojo.scope 4 {
+    perfdojo.compute s[{0}] = 0.0
+    perfdojo.scope 8 {
+      perfdojo.compute t[{0}, {1}] = mul(x[{0}, {1}], 2.0)
+      perfdojo.compute s[{0}] += t[{0}, {1}]
+    }
+    perfdojo.compute y[{0}] = s[{0}]
+  }
+}
+
+// -----
+
+// :p is an scf.parallel; :u a fully unrolled loop.
+// CHECK-LABEL: func.func @mappings
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%c4) step (%c1)
+// CHECK-NOT: scf.for
+// CHECK-COUNT-3: arith.addf
+// CHECK-NOT: arith.addf
+perfdojo.kernel @mappings {
+  perfdojo.buffer in x f32 [4, 3] heap
+  perfdojo.buffer out y f32 [4, 3] heap
+  perfdojo.scope 4 parallel {
+    perfdojo.scope 3 unroll {
+      perfdojo.compute y[{0}, {1}] = add(x[{0}, {1}], 1.0)
+    }
+  }
+}
+
+// -----
+
+// A vector scope: contiguous loads and stores, a lane-invariant read as a
+// broadcast, a lane-invariant reduction target as a horizontal reduction.
+// CHECK-LABEL: func.func @vectors
+// CHECK: %[[X:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
+// CHECK: %[[B:.*]] = vector.broadcast %{{.*}} : f32 to vector<16xf32>
+// CHECK: %[[S:.*]] = arith.subf %[[X]], %[[B]] : vector<16xf32>
+// CHECK: vector.store %[[S]], %arg1[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
+// CHECK: %[[R:.*]] = vector.reduction <maximumf>, %{{.*}} : vector<16xf32> into f32
+// CHECK: arith.maximumf %{{.*}}, %[[R]] : f32
+perfdojo.kernel @vectors {
+  perfdojo.buffer in x f32 [4, 16] heap
+  perfdojo.buffer out y f32 [4, 16] heap
+  perfdojo.buffer out m f32 [4] heap
+  perfdojo.scope 4 {
+    perfdojo.scope 16 vector {
+      perfdojo.compute y[{0}, {1}] = sub(x[{0}, {1}], m[{0}])
+    }
+    perfdojo.compute m[{0}] = -inf
+    perfdojo.scope 16 vector {
+      perfdojo.compute m[{0}] max= x[{0}, {1}]
+    }
+  }
+}
+
+// -----
+
+// A strided (transposed) access is read lane by lane.
+// CHECK-LABEL: func.func @scattered
+// CHECK-COUNT-4: memref.load %arg0
+// CHECK: vector.from_elements {{.*}} : vector<4xf32>
+// CHECK: vector.store
+perfdojo.kernel @scattered {
+  perfdojo.buffer in x f32 [4, 4] heap
+  perfdojo.buffer out y f32 [4, 4] heap
+  perfdojo.scope 4 {
+    perfdojo.scope 4 vector {
+      perfdojo.compute y[{0}, {1}] = x[{1}, {0}]
+    }
+  }
+}
+
+// -----
+
+// Primitives: comparisons produce 1 or 0; a scope variable as a value.
+// CHECK-LABEL: func.func @primitives
+// CHECK: arith.cmpi slt
+// CHECK: arith.select %{{.*}}, %c1_i32, %c0_i32 : i32
+// CHECK: arith.index_cast %{{.*}} : index to i64
+// CHECK: arith.trunci %{{.*}} : i64 to i32
+perfdojo.kernel @primitives {
+  perfdojo.buffer in x i32 [8] heap
+  perfdojo.buffer out y i32 [8] heap
+  perfdojo.buffer out z i32 [8] heap
+  perfdojo.scope 8 {
+    perfdojo.compute y[{0}] = lt(x[{0}], 2.0)
+    perfdojo.compute z[{0}] = add(x[{0}], {0})
+  }
+}
+
+// -----
+
+// GPU mappings have no CPU lowering.
+perfdojo.kernel @gpu {
+  perfdojo.buffer in x f32 [8] heap
+  perfdojo.buffer out y f32 [8] heap
+  // expected-error @below {{a scope mapped grid is for GPUs; the CPU lowering cannot run it}}
+  perfdojo.scope 8 grid {
+    perfdojo.compute y[{0}] = x[{0}]
+  }
+}
