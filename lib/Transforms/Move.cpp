@@ -323,6 +323,7 @@ SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
                                                          const Move &move) {
   CheckCache::Scope cache;
   SmallVector<MoveInstance> legal;
+  legal.reserve(64);
   std::string reason;
   // Moves of one location kind share the candidates.
   unsigned kind = static_cast<unsigned>(move.getLocationKind()) +
@@ -350,6 +351,7 @@ SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel) {
   // The checks of every move share one cache.
   CheckCache::Scope cache;
   SmallVector<MoveInstance> legal;
+  legal.reserve(512);
   for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
     llvm::append_range(legal, enumerateMoves(kernel, *move));
   return legal;

@@ -64,11 +64,14 @@ static std::optional<LinearForm> mergeForm(const LinearForm &f, unsigned depth,
 
 /// Depth of the deepest scope in `scope`'s subtree, counting `scope`.
 static unsigned getNestHeight(ScopeOp scope) {
-  unsigned height = 0;
-  scope.walk([&](ScopeOp s) {
-    height = std::max(height, s.getDepth() - scope.getDepth() + 1);
-  });
-  return height;
+  return CheckCache::get<unsigned>(
+      scope, CheckCache::Question::NestHeight, [&] {
+        unsigned height = 0;
+        scope.walk([&](ScopeOp s) {
+          height = std::max(height, s.getDepth() - scope.getDepth() + 1);
+        });
+        return height;
+      });
 }
 
 LogicalResult mlir::perfdojo::canTileScope(ScopeOp scope, int64_t tile,

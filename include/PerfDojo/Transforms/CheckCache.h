@@ -28,6 +28,7 @@ public:
     IndependentCommuting,
     TileBounds,
     BufferAccesses,
+    NestHeight,
     /// The candidate locations of each kind (see LocationKind), the last
     /// two for scope moves that locate a child.
     Candidates,
