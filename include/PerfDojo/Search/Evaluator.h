@@ -119,7 +119,12 @@ void compareWithReference(ArrayRef<BufferData> reference, double tolerance,
 /// or std::nullopt.
 std::optional<std::string> getCPUIncompatibility(KernelOp kernel);
 
-/// Compile, run, and (when `reference` is given) compare, in one call.
+/// Without a reference: fails `result` (WrongAnswer) when an output holds a
+/// NaN.
+void checkFinite(EvaluationResult &result);
+
+/// Compile, run, and compare with `reference` when given (otherwise only
+/// check that no output is NaN), in one call.
 EvaluationResult evaluate(KernelOp kernel, const EvaluationOptions &options,
                           const Interpreter *reference = nullptr,
                           double tolerance = 1e-4);

@@ -299,6 +299,13 @@ void CompiledKernel::run(const EvaluationOptions &options,
                 std::string("cannot start a child process: ") +
                     std::strerror(errno));
   if (child == 0) {
+    // Die quietly on a fault: the parent reports the signal (the handlers
+    // inherited from the tool would print a stack trace of the JIT code).
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) {
+      struct sigaction action = {};
+      action.sa_handler = SIG_DFL;
+      sigaction(sig, &action, nullptr);
+    }
     omp_set_num_threads(std::max(options.threads, 1u));
     void (*entry)(void **) = this->entry;
     for (unsigned i = 0; i < options.warmup; ++i)
@@ -436,6 +443,17 @@ void mlir::perfdojo::compareWithReference(ArrayRef<BufferData> buffers,
   }
 }
 
+void mlir::perfdojo::checkFinite(EvaluationResult &result) {
+  for (const OutputData &out : result.outputs)
+    for (auto [i, v] : llvm::enumerate(out.values))
+      if (std::isnan(v)) {
+        result.status = EvaluationStatus::WrongAnswer;
+        result.reason = "element " + std::to_string(i) + " of '" + out.name +
+                        "' is NaN";
+        return;
+      }
+}
+
 EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
                                           const EvaluationOptions &options,
                                           const Interpreter *reference,
@@ -448,5 +466,7 @@ EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
   (*compiled)->run(options, result);
   if (result.ok() && reference)
     compareWithReference(*reference, tolerance, result);
+  else if (result.ok())
+    checkFinite(result);
   return result;
 }
