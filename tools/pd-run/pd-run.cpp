@@ -11,6 +11,8 @@
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Evaluator.h"
 #include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Machine.h"
+#include "llvm/Support/JSON.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -87,6 +89,10 @@ static cl::opt<double>
     timeLimit("time-limit",
               cl::desc("seconds after which the compiled runs are killed"),
               cl::init(60), cl::cat(jitCategory));
+static cl::opt<bool> json("json",
+                          cl::desc("with --jit: print the result as one JSON "
+                                   "object instead of the jit line"),
+                          cl::cat(jitCategory));
 static cl::opt<double> tolerance(
     "tolerance",
     cl::desc("largest accepted |compiled - interpreted| relative to the "
@@ -112,6 +118,46 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.timeLimit = timeLimit;
   options.seed = seed;
   EvaluationResult result = evaluate(kernel, options, reference, tolerance);
+  KernelCost cost = getKernelCost(kernel);
+  std::optional<MachineLimits> limits = loadMachineLimits(threads);
+  double seconds = result.median();
+  double gbs = seconds > 0 ? cost.bytes / seconds / 1e9 : 0;
+  double gflops = seconds > 0 ? cost.flops / seconds / 1e9 : 0;
+  if (json) {
+    llvm::json::Object out{
+        {"kernel", kernel.getSymName()},
+        {"status", stringifyEvaluationStatus(result.status)},
+        {"threads", threads.getValue()},
+        {"compile_ms", result.compileSeconds * 1e3},
+    };
+    if (!result.ok())
+      out["reason"] = result.reason;
+    if (result.ok()) {
+      llvm::json::Array times;
+      for (double t : result.times)
+        times.push_back(t * 1e3);
+      out["times_ms"] = std::move(times);
+      out["median_ms"] = seconds * 1e3;
+      out["min_ms"] = result.minimum() * 1e3;
+      out["max_ms"] = result.maximum() * 1e3;
+      out["bytes"] = cost.bytes;
+      out["flops"] = cost.flops;
+      out["GBs"] = gbs;
+      out["GFLOPs"] = gflops;
+      out["checked"] = reference != nullptr;
+      if (reference) {
+        out["max_error"] = result.maxError;
+        out["tolerance"] = tolerance.getValue();
+      }
+      if (limits) {
+        out["pct_of_best_bandwidth"] = 100 * gbs / limits->bestGBs();
+        out["pct_of_fma_peak"] = 100 * gflops / limits->fmaGFlops;
+      }
+    }
+    llvm::outs() << llvm::formatv("{0}", llvm::json::Value(std::move(out)))
+                 << "\n";
+    return result.ok() ? 0 : 1;
+  }
   llvm::outs() << "jit " << kernel.getSymName() << ": ";
   if (!result.ok()) {
     llvm::outs() << stringifyEvaluationStatus(result.status) << ": "
@@ -120,7 +166,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   }
   llvm::outs() << "compiled in "
                << llvm::format("%.1f", result.compileSeconds * 1e3)
-               << " ms; median " << llvm::format("%.4g", result.median() * 1e3)
+               << " ms; median " << llvm::format("%.4g", seconds * 1e3)
                << " ms (min " << llvm::format("%.4g", result.minimum() * 1e3)
                << ", max " << llvm::format("%.4g", result.maximum() * 1e3)
                << ") over " << result.times.size() << " runs, " << threads
@@ -131,6 +177,22 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
                  << ")";
   else
     llvm::outs() << "; not checked";
+  llvm::outs() << "\n";
+  llvm::outs() << "perf " << kernel.getSymName() << ": "
+               << llvm::format("%.2f", gbs) << " GB/s, "
+               << llvm::format("%.2f", gflops) << " GFLOP/s";
+  if (limits)
+    llvm::outs() << " = " << llvm::format("%.1f", 100 * gbs / limits->bestGBs())
+                 << "% of the best DRAM bandwidth ("
+                 << llvm::format("%.1f", limits->bestGBs()) << " GB/s), "
+                 << llvm::format("%.1f", 100 * gflops / limits->fmaGFlops)
+                 << "% of the FMA peak ("
+                 << llvm::format("%.0f", limits->fmaGFlops) << " GFLOP/s), "
+                 << threads << (threads == 1 ? " thread" : " threads");
+  else
+    llvm::outs() << " (no measured limits for " << threads
+                 << " thread(s): run pd-machine --num-threads=" << threads
+                 << ")";
   llvm::outs() << "\n";
   return 0;
 }

@@ -123,6 +123,18 @@ std::optional<std::string> getCPUIncompatibility(KernelOp kernel);
 /// NaN.
 void checkFinite(EvaluationResult &result);
 
+/// What a kernel must move and compute at least, to compare its time with
+/// the machine's limits.
+struct KernelCost {
+  /// Bytes of every input and output buffer: each read or written once.
+  double bytes = 0;
+  /// Floating-point operations executed: 1 per unary or binary primitive, 2
+  /// per fma, 1 per reduction's combine; copies, casts, comparisons and
+  /// selects count 0, and so do integer kernels.
+  double flops = 0;
+};
+KernelCost getKernelCost(KernelOp kernel);
+
 /// Compile, run, and compare with `reference` when given (otherwise only
 /// check that no output is NaN), in one call.
 EvaluationResult evaluate(KernelOp kernel, const EvaluationOptions &options,

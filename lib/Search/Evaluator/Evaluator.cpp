@@ -443,6 +443,45 @@ void mlir::perfdojo::compareWithReference(ArrayRef<BufferData> buffers,
   }
 }
 
+KernelCost mlir::perfdojo::getKernelCost(KernelOp kernel) {
+  KernelCost cost;
+  llvm::StringMap<Type> types;
+  for (BufferOp buffer : kernel.getBuffers()) {
+    for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+      types[array] = buffer.getElementType();
+    if (!buffer.isTemporary())
+      cost.bytes += double(elementCount(buffer.getShape())) *
+                    byteWidth(buffer.getElementType());
+  }
+  kernel.walk([&](ComputeOp op) {
+    if (!isa<FloatType>(types.lookup(op.getOut().getArray().getValue())))
+      return;
+    double trips = 1;
+    for (int64_t extent : getEnclosingExtents(op))
+      trips *= double(extent);
+    double perTrip = op.getReduction() != Reduction::none ? 1 : 0;
+    switch (op.getKind()) {
+    case OpKind::copy:
+    case OpKind::cast:
+    case OpKind::select:
+    case OpKind::lt:
+    case OpKind::le:
+    case OpKind::gt:
+    case OpKind::ge:
+    case OpKind::eq:
+    case OpKind::ne:
+      break;
+    case OpKind::fma:
+      perTrip += 2;
+      break;
+    default:
+      perTrip += 1;
+    }
+    cost.flops += trips * perTrip;
+  });
+  return cost;
+}
+
 void mlir::perfdojo::checkFinite(EvaluationResult &result) {
   for (const OutputData &out : result.outputs)
     for (auto [i, v] : llvm::enumerate(out.values))
