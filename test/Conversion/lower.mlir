@@ -48,13 +48,16 @@ perfdojo.kernel @mappings {
 // -----
 
 // A vector scope: contiguous loads and stores, a lane-invariant read as a
-// broadcast, a lane-invariant reduction target as a horizontal reduction.
+// broadcast, a lane-invariant reduction target as a horizontal reduction
+// (for max and min, log2(16) rotations and vector maxima: x86 has no
+// NaN-propagating reduction instruction).
 // CHECK-LABEL: func.func @vectors
 // CHECK: %[[X:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
 // CHECK: %[[B:.*]] = vector.broadcast %{{.*}} : f32 to vector<16xf32>
 // CHECK: %[[S:.*]] = arith.subf %[[X]], %[[B]] : vector<16xf32>
 // CHECK: vector.store %[[S]], %arg1[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
-// CHECK: %[[R:.*]] = vector.reduction <maximumf>, %{{.*}} : vector<16xf32> into f32
+// CHECK-COUNT-4: vector.shuffle
+// CHECK: %[[R:.*]] = vector.extract %{{.*}}[0] : f32 from vector<16xf32>
 // CHECK: arith.maximumf %{{.*}}, %[[R]] : f32
 perfdojo.kernel @vectors {
   perfdojo.buffer in x f32 [4, 16] heap
@@ -115,5 +118,34 @@ perfdojo.kernel @gpu {
   // expected-error @below {{a scope mapped grid is for GPUs; the CPU lowering cannot run it}}
   perfdojo.scope 8 grid {
     perfdojo.compute y[{0}] = x[{0}]
+  }
+}
+
+// -----
+
+// A float max= into an element that neither the loop nor the lanes index
+// keeps a vector of partial maxima through the loop (exact: max is
+// associative and commutative, NaN included), halved log2(16) times after
+// it, then updates the element once.
+// CHECK-LABEL: func.func @accumulated
+// CHECK: %[[INIT:.*]] = arith.constant dense<0xFF800000> : vector<16xf32>
+// CHECK: %[[ACC:.*]] = scf.for {{.*}} iter_args(%[[A:.*]] = %[[INIT]]) -> (vector<16xf32>)
+// CHECK: %[[V:.*]] = vector.load
+// CHECK: %[[M:.*]] = arith.maximumf %[[A]], %[[V]] : vector<16xf32>
+// CHECK: scf.yield %[[M]]
+// CHECK-COUNT-4: vector.shuffle
+// CHECK: vector.extract
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: memref.store
+perfdojo.kernel @accumulated {
+  perfdojo.buffer in x f32 [4, 64] heap
+  perfdojo.buffer out m f32 [4] heap
+  perfdojo.scope 4 {
+    perfdojo.compute m[{0}] = -inf
+    perfdojo.scope 4 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute m[{0}] max= x[{0}, {1} * 16 + {2}]
+      }
+    }
   }
 }

@@ -41,6 +41,14 @@ private:
   LogicalResult lowerBlock(Block &block);
   LogicalResult lowerScope(ScopeOp scope);
   LogicalResult lowerCompute(ComputeOp op);
+  /// A sequential scope whose only child is a vector scope holding one
+  /// float max= or min= into an element that neither scope indexes, and
+  /// that no input reads: that operation, else null.
+  ComputeOp getAccumulatedMaxMin(ScopeOp scope);
+  /// Lowers such a scope with a vector of partial results carried through
+  /// the loop and reduced once after it. Max and min are associative and
+  /// commutative, NaN and signed zeros included, so this is exact.
+  LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
 
   // Indices.
   Value constantIndex(int64_t value) {
@@ -61,6 +69,8 @@ private:
   Value convert(Value value, Type from, Type to);
   Value compute(ComputeOp op, Type outType, std::string &error);
   Value binary(OpKind kind, Value a, Value c, Type type);
+  /// Combines the lanes of `value` with `reduction` into one scalar.
+  Value reduceLanes(Value value, Reduction reduction, Type type);
 
   /// Lane-invariant, contiguous, or neither, for `access` in the lanes.
   enum class Pattern { Invariant, Contiguous, Scattered };
@@ -82,6 +92,8 @@ private:
   SmallVector<scf::ForOp> unrolled;
 };
 } // namespace
+
+static OpKind combiner(Reduction reduction);
 
 static bool isFloat(Type type) { return isa<FloatType>(getElementTypeOrSelf(type)); }
 
@@ -202,6 +214,9 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
   }
   case Mapping::seq:
   case Mapping::unroll: {
+    if (scope.getMapping() == Mapping::seq)
+      if (ComputeOp op = getAccumulatedMaxMin(scope))
+        return lowerAccumulated(scope, op);
     auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                    constantIndex(size), constantIndex(1));
     if (scope.getMapping() == Mapping::unroll)
@@ -214,6 +229,71 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
   LogicalResult result = lowerBlock(scope.getBodyBlock());
   ivs.pop_back();
   return result;
+}
+
+ComputeOp KernelLowering::getAccumulatedMaxMin(ScopeOp scope) {
+  Block &body = scope.getBodyBlock();
+  auto inner = llvm::hasSingleElement(body) ? dyn_cast<ScopeOp>(body.front())
+                                            : ScopeOp();
+  if (!inner || inner.getMapping() != Mapping::vector ||
+      !llvm::hasSingleElement(inner.getBodyBlock()))
+    return {};
+  auto op = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
+  if (!op || (op.getReduction() != Reduction::max &&
+              op.getReduction() != Reduction::min))
+    return {};
+  BufferOp out = bufferOf(op.getOut().getArray().getValue());
+  if (!isa<FloatType>(out.getElementType()))
+    return {};
+  for (const LinearForm &form : op.getOut().getLinearForms())
+    if (form.coeff(scope.getDepth()) || form.coeff(inner.getDepth()))
+      return {};
+  for (Attribute input : op.getInputs())
+    if (auto access = dyn_cast<AccessAttr>(input);
+        access && bufferOf(access.getArray().getValue()) == out)
+      return {};
+  return op;
+}
+
+LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
+  auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
+  Type type = elementType(op.getOut().getArray().getValue());
+  bool isMax = op.getReduction() == Reduction::max;
+  Value init = constant(isMax ? -INFINITY : INFINITY,
+                        VectorType::get({int64_t(inner.getSize())}, type));
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 constantIndex(scope.getSize()),
+                                 constantIndex(1), ValueRange{init});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ivs.push_back(loop.getInductionVar());
+    lanes = {inner.getDepth(), int64_t(inner.getSize()), true};
+    ivs.push_back(Value());
+    loc = op.getLoc();
+    std::string error;
+    Value value = compute(op, type, error);
+    ivs.pop_back();
+    if (!value) {
+      lanes = {};
+      ivs.pop_back();
+      return op.emitError(error);
+    }
+    Value next = binary(combiner(op.getReduction()),
+                        loop.getRegionIterArgs()[0], value, type);
+    scf::YieldOp::create(b, loc, next);
+    ivs.pop_back();
+  }
+  // One update of the element with the combined lanes.
+  Value total = reduceLanes(loop.getResult(0), op.getReduction(), type);
+  lanes = {};
+  Value memref = memrefs.lookup(op.getOut().getArray().getValue());
+  SmallVector<Value> at = indices(op.getOut(), 0);
+  Value updated = binary(combiner(op.getReduction()),
+                         memref::LoadOp::create(b, loc, memref, at), total,
+                         type);
+  memref::StoreOp::create(b, loc, updated, memref, at);
+  return success();
 }
 
 SmallVector<Value> KernelLowering::indices(AccessAttr access, int64_t lane) {
@@ -525,6 +605,27 @@ static vector::CombiningKind combiningKind(Reduction reduction, bool fp) {
   llvm_unreachable("not a reduction");
 }
 
+Value KernelLowering::reduceLanes(Value value, Reduction reduction,
+                                  Type type) {
+  bool fp = isFloat(type);
+  if (!fp || reduction == Reduction::add || reduction == Reduction::mul)
+    return vector::ReductionOp::create(
+        b, loc, combiningKind(reduction, fp), value,
+        fp ? arith::FastMathFlags::reassoc : arith::FastMathFlags::none);
+  // NaN-propagating max/min have no x86 reduction instruction and LLVM
+  // expands their reduction lane by lane: halve the vector log2(W) times
+  // with a rotation and a vector max/min instead.
+  int64_t width = lanes.width;
+  for (int64_t half = width / 2; half >= 1; half /= 2) {
+    SmallVector<int64_t> rotation;
+    for (int64_t i = 0; i < width; ++i)
+      rotation.push_back((i + half) % width);
+    Value rotated = vector::ShuffleOp::create(b, loc, value, value, rotation);
+    value = binary(combiner(reduction), value, rotated, type);
+  }
+  return vector::ExtractOp::create(b, loc, value, ArrayRef<int64_t>{0});
+}
+
 void KernelLowering::store(ComputeOp op, Value value) {
   AccessAttr out = op.getOut();
   Value memref = memrefs.lookup(out.getArray().getValue());
@@ -554,9 +655,9 @@ void KernelLowering::store(ComputeOp op, Value value) {
   case Pattern::Invariant:
     if (reduce) {
       // A horizontal reduction of the lanes, then one update.
-      Value lanesTotal = vector::ReductionOp::create(
-          b, loc, combiningKind(reduction, isFloat(type)), value);
-      return storeScalar(lanesTotal, 0);
+      // The lanes may be combined in any order (vectorize's legality treats
+      // the updates of one reduction as commuting): a tree, not a chain.
+      return storeScalar(reduceLanes(value, reduction, type), 0);
     }
     // Every lane writes the same element: the last one's value stays.
     return storeScalar(vector::ExtractOp::create(

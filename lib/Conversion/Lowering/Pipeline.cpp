@@ -28,7 +28,9 @@ struct ApproximateMathPass
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef name) {
-          return name == "exp" || name == "log" || name == "tanh";
+          // Full operation names.
+          return name == "math.exp" || name == "math.log" ||
+                 name == "math.tanh";
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
