@@ -89,6 +89,12 @@ static cl::opt<double>
     timeLimit("time-limit",
               cl::desc("seconds after which the compiled runs are killed"),
               cl::init(60), cl::cat(jitCategory));
+static cl::opt<std::string> checkAgainst(
+    "check-against",
+    cl::desc("with --jit: check the outputs against this kernel (text form "
+             "or .mlir) compiled and run on the same inputs, instead of the "
+             "interpreter; for full-size kernels, pass the untransformed one"),
+    cl::init(""), cl::cat(jitCategory));
 static cl::opt<bool> json("json",
                           cl::desc("with --jit: print the result as one JSON "
                                    "object instead of the jit line"),
@@ -117,7 +123,47 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.warmup = warmup;
   options.timeLimit = timeLimit;
   options.seed = seed;
-  EvaluationResult result = evaluate(kernel, options, reference, tolerance);
+  EvaluationResult result;
+  if (checkAgainst.empty()) {
+    result = evaluate(kernel, options, reference, tolerance);
+  } else {
+    // The reference: another kernel, compiled, run once on the same inputs.
+    llvm::SourceMgr sourceMgr;
+    std::string error;
+    auto file = mlir::openInputFile(checkAgainst, &error);
+    if (!file) {
+      llvm::errs() << "pd-run: " << error << "\n";
+      return 1;
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, kernel.getContext());
+    OwningOpRef<ModuleOp> other =
+        StringRef(checkAgainst).ends_with(".mlir")
+            ? parseSourceFile<ModuleOp>(sourceMgr, kernel.getContext())
+            : importTextForm(sourceMgr, kernel.getContext());
+    if (!other)
+      return 1;
+    auto kernels = other->getOps<KernelOp>();
+    if (kernels.empty()) {
+      llvm::errs() << "pd-run: no perfdojo.kernel in '" << checkAgainst
+                   << "'\n";
+      return 1;
+    }
+    EvaluationOptions once = options;
+    once.warmup = 0;
+    once.repetitions = 1;
+    EvaluationResult expected = evaluate(*kernels.begin(), once);
+    if (!expected.ok()) {
+      llvm::errs() << "pd-run: the reference kernel fails: "
+                   << stringifyEvaluationStatus(expected.status) << ": "
+                   << expected.reason << "\n";
+      return 1;
+    }
+    result = evaluate(kernel, options);
+    if (result.ok())
+      compareWithReference(expected, tolerance, result);
+  }
+  bool checked = reference || !checkAgainst.empty();
   KernelCost cost = getKernelCost(kernel);
   std::optional<MachineLimits> limits = loadMachineLimits(threads);
   double seconds = result.median();
@@ -144,8 +190,8 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
       out["flops"] = cost.flops;
       out["GBs"] = gbs;
       out["GFLOPs"] = gflops;
-      out["checked"] = reference != nullptr;
-      if (reference) {
+      out["checked"] = checked;
+      if (checked) {
         out["max_error"] = result.maxError;
         out["tolerance"] = tolerance.getValue();
       }
@@ -171,7 +217,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
                << ", max " << llvm::format("%.4g", result.maximum() * 1e3)
                << ") over " << result.times.size() << " runs, " << threads
                << (threads == 1 ? " thread" : " threads");
-  if (reference)
+  if (checked)
     llvm::outs() << "; max error " << llvm::format("%.3g", result.maxError)
                  << " (tolerance " << llvm::format("%g", tolerance.getValue())
                  << ")";
@@ -284,7 +330,7 @@ static int runTool(int argc, char **argv) {
                << llvm::range_size(kernel.getBuffers()) << " buffers, "
                << scopes << " scopes, " << computes
                << " operations, nest depth " << maxDepth << "\n";
-  if (!interpret || (jit && noInterpret))
+  if (!interpret || (jit && (noInterpret || !checkAgainst.empty())))
     return jit ? runCompiled(kernel, nullptr) : 0;
 
   FailureOr<std::unique_ptr<Interpreter>> interp =

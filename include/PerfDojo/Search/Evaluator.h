@@ -115,6 +115,11 @@ void compareWithReference(const Interpreter &reference, double tolerance,
 void compareWithReference(ArrayRef<BufferData> reference, double tolerance,
                           EvaluationResult &result);
 
+/// Compares compiled outputs with those of another compiled run (the
+/// untransformed kernel at full size, say), with the same rule.
+void compareWithReference(const EvaluationResult &reference, double tolerance,
+                          EvaluationResult &result);
+
 /// Why `kernel` cannot run on the CPU (a GPU mapping or GPU shared memory),
 /// or std::nullopt.
 std::optional<std::string> getCPUIncompatibility(KernelOp kernel);

@@ -14,6 +14,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -394,27 +395,28 @@ mlir::perfdojo::getCPUIncompatibility(KernelOp kernel) {
   return why;
 }
 
-void mlir::perfdojo::compareWithReference(ArrayRef<BufferData> buffers,
-                                          double tolerance,
-                                          EvaluationResult &result) {
+/// Compares `result`'s outputs with reference values found by name.
+static void compareOutputs(
+    function_ref<std::optional<std::pair<int64_t, std::function<double(int64_t)>>>(
+        StringRef)>
+        lookup,
+    double tolerance, EvaluationResult &result) {
   result.maxError = 0;
   for (const OutputData &out : result.outputs) {
-    const BufferData *ref = nullptr;
-    for (const BufferData &b : buffers)
-      if (b.name == out.name)
-        ref = &b;
-    if (!ref || ref->getNumElements() != int64_t(out.values.size())) {
+    auto ref = lookup(out.name);
+    if (!ref || ref->first != int64_t(out.values.size())) {
       result.status = EvaluationStatus::WrongAnswer;
       result.reason = "the reference has no output '" + out.name +
                       "' of the same size";
       return;
     }
+    auto &value = ref->second;
     double scale = 0;
-    for (int64_t i = 0; i < ref->getNumElements(); ++i)
-      if (double v = std::fabs(ref->getAsDouble(i)); std::isfinite(v))
+    for (int64_t i = 0; i < ref->first; ++i)
+      if (double v = std::fabs(value(i)); std::isfinite(v))
         scale = std::max(scale, v);
-    for (int64_t i = 0; i < ref->getNumElements(); ++i) {
-      double want = ref->getAsDouble(i), got = out.values[i];
+    for (int64_t i = 0; i < ref->first; ++i) {
+      double want = value(i), got = out.values[i];
       bool match;
       double error = 0;
       if (!out.isFloat) {
@@ -441,6 +443,40 @@ void mlir::perfdojo::compareWithReference(ArrayRef<BufferData> buffers,
       }
     }
   }
+}
+
+void mlir::perfdojo::compareWithReference(ArrayRef<BufferData> buffers,
+                                          double tolerance,
+                                          EvaluationResult &result) {
+  compareOutputs(
+      [&](StringRef name)
+          -> std::optional<std::pair<int64_t, std::function<double(int64_t)>>> {
+        for (const BufferData &b : buffers)
+          if (b.name == name)
+            return std::make_pair(
+                b.getNumElements(),
+                std::function<double(int64_t)>(
+                    [&b](int64_t i) { return b.getAsDouble(i); }));
+        return std::nullopt;
+      },
+      tolerance, result);
+}
+
+void mlir::perfdojo::compareWithReference(const EvaluationResult &reference,
+                                          double tolerance,
+                                          EvaluationResult &result) {
+  compareOutputs(
+      [&](StringRef name)
+          -> std::optional<std::pair<int64_t, std::function<double(int64_t)>>> {
+        for (const OutputData &o : reference.outputs)
+          if (o.name == name)
+            return std::make_pair(
+                int64_t(o.values.size()),
+                std::function<double(int64_t)>(
+                    [&o](int64_t i) { return o.values[i]; }));
+        return std::nullopt;
+      },
+      tolerance, result);
 }
 
 KernelCost mlir::perfdojo::getKernelCost(KernelOp kernel) {
