@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""PerfDojo against PyTorch on the kernel suite, at the paper's shapes.
+
+    python3 bench/compare_torch.py [--threads 1,2] [--kernels softmax,add]
+                                   [--reps 5] [--build build] > table.md
+
+For every suite kernel and thread count it times, in the same run:
+
+- the naive kernel (``kernels/K.pd``) compiled by ``pd-run --jit``;
+- the hand-optimized variant, when ``bench/moves/K.moves`` exists: the
+  moves applied with ``pd-opt``, compiled and checked against the naive
+  kernel compiled at full size (``--check-against``);
+- PyTorch computing the same thing: as users call it (a fresh output) and,
+  where the operation has one, with ``out=`` (no page faults on a fresh
+  output). ``torch.set_num_threads`` is set explicitly.
+
+Prints a Markdown table (medians in ms; ratio = PyTorch's best form / the
+best PerfDojo variant, so > 1 means PerfDojo is faster) and the versions.
+PyTorch must be importable by the Python running this script.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EPS = 1e-5
+
+
+def shapes(path):
+    """{buffer: (role, shape)} from a kernel's declarations."""
+    out = {}
+    for line in open(path):
+        m = re.match(r"(in|out|tmp)\s+(\w+)\s+\w+\s+\[([^\]]*)\]", line)
+        if m:
+            dims = [int(d.split(":")[0]) for d in m.group(3).split(",")]
+            out[m.group(2)] = (m.group(1), dims)
+    return out
+
+
+def torch_cases(name, s, torch):
+    """(eager, out_form or None) callables computing kernel `name`."""
+    F = torch.nn.functional
+    r = lambda b: torch.rand(*s[b][1]) * 2 - 1
+    o = lambda b: torch.empty(*s[b][1])
+    if name in ("add", "mul"):
+        x, y, z = r("x"), r("y"), o("z")
+        f = torch.add if name == "add" else torch.mul
+        return (lambda: f(x, y)), (lambda: f(x, y, out=z))
+    if name == "relu":
+        x, y = r("x"), o("y")
+        return (lambda: torch.relu(x)), (lambda: torch.clamp(x, min=0, out=y))
+    if name == "reducemean":
+        x, y = r("x"), o("y")
+        return (lambda: x.mean(1)), (lambda: torch.mean(x, 1, out=y))
+    if name in ("softmax", "log_softmax"):
+        x, y = r("x"), o("y")
+        f = torch.softmax if name == "softmax" else torch.log_softmax
+        return (lambda: f(x, 1)), (lambda: f(x, 1, out=y))
+    if name.startswith("layernorm"):
+        x, g, b = r("x"), r("gamma"), r("beta")
+        n = s["x"][1][1]
+        return (lambda: F.layer_norm(x, (n,), g, b, EPS)), None
+    if name == "rmsnorm":
+        x, g = r("x"), r("gamma")
+        n = s["x"][1][1]
+        return (lambda: F.rms_norm(x, (n,), g, EPS)), None
+    if name.startswith("batchnorm"):
+        x, g, b = r("x"), r("gamma"), r("beta")
+        return (lambda: F.batch_norm(x, None, None, g, b, True, 0.0, EPS)), None
+    if name == "matmul":
+        a, b, c = r("A"), r("B"), o("C")
+        return (lambda: a @ b), (lambda: torch.matmul(a, b, out=c))
+    if name == "gemm":
+        a, b, c, d = r("A"), r("B"), r("C"), o("D")
+        return ((lambda: torch.addmm(c, a, b, beta=0.5, alpha=1.5)),
+                (lambda: torch.addmm(c, a, b, beta=0.5, alpha=1.5, out=d)))
+    if name == "bmm":
+        a, b, c = r("A"), r("B"), o("C")
+        return (lambda: torch.bmm(a, b)), (lambda: torch.bmm(a, b, out=c))
+    if name.startswith("conv"):
+        x, w = r("x"), r("w")
+        return (lambda: F.conv2d(x, w)), None
+    if name == "relu_ffn":
+        x, w, b = r("x"), r("w"), r("b")
+        return (lambda: F.linear(torch.relu(x), w, b)), None
+    if name == "swiglu":
+        x, w1, w3 = r("x"), r("w1"), r("w3")
+        return (lambda: F.silu(x @ w1) * (x @ w3)), None
+    raise KeyError(name)
+
+
+def time_torch(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def run_pd(args, kernel_path, moves, threads):
+    """pd-run --jit --json on the kernel (with moves applied), as a dict."""
+    tools = os.path.join(args.build, "bin")
+    run = [os.path.join(tools, "pd-run"), "--jit", "--json",
+           "--num-threads=%d" % threads, "--repetitions=%d" % args.reps,
+           "--time-limit=%d" % args.time_limit]
+    if moves is None:
+        cmd = run + ["--no-interpret", kernel_path]
+        text = subprocess.run(cmd, capture_output=True, text=True).stdout
+    else:
+        imported = subprocess.run(
+            [os.path.join(tools, "pd-translate"), "--import-pd", kernel_path],
+            capture_output=True, text=True, check=True).stdout
+        applied = subprocess.run(
+            [os.path.join(tools, "pd-opt"), "--pd-apply=moves-file=" + moves],
+            input=imported, capture_output=True, text=True)
+        if applied.returncode:
+            return {"status": "moves-refused",
+                    "reason": applied.stderr.strip().splitlines()[0]}
+        cmd = run + ["--input-format=mlir", "--check-against=" + kernel_path,
+                     "-"]
+        text = subprocess.run(cmd, input=applied.stdout, capture_output=True,
+                              text=True).stdout
+    lines = [l for l in text.splitlines() if l.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"status": "no-output"}
+
+
+def fmt(ms):
+    return "-" if ms is None else ("%.3g" % ms)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--kernels", default="")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--time-limit", type=int, default=600)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    args = ap.parse_args()
+    import torch
+
+    sys.path.insert(0, os.path.join(ROOT, "kernels"))
+    import suite
+
+    names = args.kernels.split(",") if args.kernels else suite.names()
+    threads = [int(t) for t in args.threads.split(",")]
+    print("| kernel | threads | naive ms | PerfDojo ms | PyTorch ms | "
+          "PyTorch out= ms | ratio | PerfDojo % of roofline |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        path = os.path.join(ROOT, "kernels", name + ".pd")
+        moves = os.path.join(ROOT, "bench", "moves", name + ".moves")
+        s = shapes(path)
+        for t in threads:
+            torch.set_num_threads(t)
+            eager, out = torch_cases(name, s, torch)
+            te = time_torch(eager, args.reps)
+            to = time_torch(out, args.reps) if out else None
+            naive = run_pd(args, path, None, t)
+            hand = run_pd(args, path, moves, t) if os.path.exists(moves) else None
+            pd_times = [r["median_ms"] for r in (naive, hand)
+                        if r and r.get("status") == "ok"]
+            best_pd = min(pd_times) if pd_times else None
+            best_torch = min(x for x in (te, to) if x is not None)
+            ratio = "%.2f" % (best_torch / best_pd) if best_pd else "-"
+            best = hand if hand and hand.get("status") == "ok" else naive
+            roof = "-"
+            if best.get("status") == "ok" and "pct_of_best_bandwidth" in best:
+                roof = "%.0f%% DRAM, %.1f%% FMA" % (
+                    best["pct_of_best_bandwidth"], best["pct_of_fma_peak"])
+            hand_text = "-"
+            if hand:
+                hand_text = (fmt(hand["median_ms"]) if hand["status"] == "ok"
+                             else hand["status"] + ": " + hand.get("reason", ""))
+            naive_text = (fmt(naive["median_ms"]) if naive.get("status") == "ok"
+                          else naive.get("status"))
+            print("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+                name, t, naive_text, hand_text, fmt(te), fmt(to), ratio, roof))
+            sys.stdout.flush()
+    print()
+    print("PyTorch %s; %s" % (torch.__version__, suite.__name__))
+
+
+if __name__ == "__main__":
+    main()
