@@ -43,6 +43,26 @@ static LinearForm innerPart(const LinearForm &form, unsigned depth) {
   return result;
 }
 
+/// Replaces every read of `array` under `root` by `redirect(read)`.
+static void redirectReads(RewriterBase &rewriter, Operation *root,
+                          StringRef array,
+                          function_ref<AccessAttr(AccessAttr)> redirect) {
+  MLIRContext *ctx = rewriter.getContext();
+  for (ComputeOp op : collectComputeOps(root)) {
+    SmallVector<Attribute> inputs;
+    bool changed = false;
+    for (Attribute input : op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      bool read = access && access.getArray().getValue() == array;
+      inputs.push_back(read ? redirect(access) : input);
+      changed |= read;
+    }
+    if (changed)
+      rewriter.modifyOpInPlace(
+          op, [&] { op.setInputsAttr(ArrayAttr::get(ctx, inputs)); });
+  }
+}
+
 /// The buffer holding `array` in `kernel`, or null.
 static BufferOp findBuffer(KernelOp kernel, StringRef array) {
   for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>())
@@ -281,27 +301,14 @@ void mlir::perfdojo::addCopy(RewriterBase &rewriter, ScopeOp scope,
           {AccessAttr::getCanonical(ctx, array, source)}));
 
   // S reads the copy: index i of the array is index i - origin of the tile.
-  for (ComputeOp op : collectComputeOps(scope)) {
-    SmallVector<Attribute> inputs;
-    bool changed = false;
-    for (Attribute input : op.getInputs()) {
-      auto access = dyn_cast<AccessAttr>(input);
-      if (!access || access.getArray().getValue() != array) {
-        inputs.push_back(input);
-        continue;
-      }
-      SmallVector<LinearForm> forms = access.getLinearForms();
-      for (auto [j, form] : llvm::enumerate(forms)) {
-        form = innerPart(form, scope.getDepth());
-        form.constant -= tile.low[j];
-      }
-      inputs.push_back(AccessAttr::getCanonical(ctx, name, forms));
-      changed = true;
+  redirectReads(rewriter, scope, array, [&](AccessAttr access) {
+    SmallVector<LinearForm> forms = access.getLinearForms();
+    for (auto [j, form] : llvm::enumerate(forms)) {
+      form = innerPart(form, scope.getDepth());
+      form.constant -= tile.low[j];
     }
-    if (changed)
-      rewriter.modifyOpInPlace(
-          op, [&] { op.setInputsAttr(ArrayAttr::get(ctx, inputs)); });
-  }
+    return AccessAttr::getCanonical(ctx, name, forms);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -486,23 +493,10 @@ void mlir::perfdojo::removeCopy(RewriterBase &rewriter, BufferOp buffer) {
   StringRef name = buffer.getSymName();
   MLIRContext *ctx = rewriter.getContext();
   StringAttr array = nest.source.getArray();
-  for (ComputeOp op : collectComputeOps(nest.user)) {
-    SmallVector<Attribute> inputs;
-    bool changed = false;
-    for (Attribute input : op.getInputs()) {
-      auto access = dyn_cast<AccessAttr>(input);
-      if (!access || access.getArray().getValue() != name) {
-        inputs.push_back(input);
-        continue;
-      }
-      inputs.push_back(AccessAttr::getCanonical(
-          ctx, array.getValue(), *substitute(nest, access.getLinearForms())));
-      changed = true;
-    }
-    if (changed)
-      rewriter.modifyOpInPlace(
-          op, [&] { op.setInputsAttr(ArrayAttr::get(ctx, inputs)); });
-  }
+  redirectReads(rewriter, nest.user, name, [&](AccessAttr access) {
+    return AccessAttr::getCanonical(
+        ctx, array.getValue(), *substitute(nest, access.getLinearForms()));
+  });
   rewriter.eraseOp(nest.top);
   rewriter.eraseOp(buffer);
 }

@@ -42,12 +42,14 @@ private:
   LogicalResult lowerScope(ScopeOp scope);
   LogicalResult lowerCompute(ComputeOp op);
   /// A sequential scope whose only child is a vector scope holding one
-  /// float max= or min= into an element that neither scope indexes, and
-  /// that no input reads: that operation, else null.
-  ComputeOp getAccumulatedMaxMin(ScopeOp scope);
+  /// reduction into an element that neither scope indexes, and that no
+  /// input reads: that operation, else null.
+  ComputeOp getAccumulated(ScopeOp scope);
   /// Lowers such a scope with a vector of partial results carried through
-  /// the loop and reduced once after it. Max and min are associative and
-  /// commutative, NaN and signed zeros included, so this is exact.
+  /// the loop and reduced once after it. For max and min (NaN and signed
+  /// zeros included) and integers this is exact; a float sum or product is
+  /// reassociated over the scope's iterations as well as over the lanes,
+  /// which the vector mapping already declares reassociable.
   LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
 
   // Indices.
@@ -215,7 +217,7 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
   case Mapping::seq:
   case Mapping::unroll: {
     if (scope.getMapping() == Mapping::seq)
-      if (ComputeOp op = getAccumulatedMaxMin(scope))
+      if (ComputeOp op = getAccumulated(scope))
         return lowerAccumulated(scope, op);
     auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                    constantIndex(size), constantIndex(1));
@@ -231,7 +233,7 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
   return result;
 }
 
-ComputeOp KernelLowering::getAccumulatedMaxMin(ScopeOp scope) {
+ComputeOp KernelLowering::getAccumulated(ScopeOp scope) {
   Block &body = scope.getBodyBlock();
   auto inner = llvm::hasSingleElement(body) ? dyn_cast<ScopeOp>(body.front())
                                             : ScopeOp();
@@ -239,11 +241,12 @@ ComputeOp KernelLowering::getAccumulatedMaxMin(ScopeOp scope) {
       !llvm::hasSingleElement(inner.getBodyBlock()))
     return {};
   auto op = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
-  if (!op || (op.getReduction() != Reduction::max &&
-              op.getReduction() != Reduction::min))
+  if (!op || op.getReduction() == Reduction::none)
     return {};
   BufferOp out = bufferOf(op.getOut().getArray().getValue());
-  if (!isa<FloatType>(out.getElementType()))
+  bool extremum = op.getReduction() == Reduction::max ||
+                  op.getReduction() == Reduction::min;
+  if (extremum && !isa<FloatType>(out.getElementType()))
     return {};
   for (const LinearForm &form : op.getOut().getLinearForms())
     if (form.coeff(scope.getDepth()) || form.coeff(inner.getDepth()))
@@ -258,8 +261,25 @@ ComputeOp KernelLowering::getAccumulatedMaxMin(ScopeOp scope) {
 LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
   auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
   Type type = elementType(op.getOut().getArray().getValue());
-  bool isMax = op.getReduction() == Reduction::max;
-  Value init = constant(isMax ? -INFINITY : INFINITY,
+  // The identity of the reduction.
+  double identity = 0;
+  switch (op.getReduction()) {
+  case Reduction::add:
+    identity = 0;
+    break;
+  case Reduction::mul:
+    identity = 1;
+    break;
+  case Reduction::max:
+  case Reduction::min: {
+    // Floats only (getAccumulated): no finite identity to spell as a double.
+    identity = op.getReduction() == Reduction::max ? -INFINITY : INFINITY;
+    break;
+  }
+  case Reduction::none:
+    llvm_unreachable("not a reduction");
+  }
+  Value init = constant(identity,
                         VectorType::get({int64_t(inner.getSize())}, type));
   auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                  constantIndex(scope.getSize()),

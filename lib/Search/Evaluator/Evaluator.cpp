@@ -64,13 +64,18 @@ double EvaluationResult::maximum() const {
 CompiledKernel::~CompiledKernel() = default;
 
 namespace {
-/// Memory shared with the child process, unmapped on destruction.
+/// Anonymous memory, unmapped on destruction: shared with the child
+/// process, or private (copied on write into the child, and eligible for
+/// transparent huge pages, as the memory of a real program would be).
 class SharedMemory {
 public:
-  explicit SharedMemory(size_t bytes) : bytes(std::max<size_t>(bytes, 1)) {
+  explicit SharedMemory(size_t bytes, bool shared = true)
+      : bytes(std::max<size_t>(bytes, 1)) {
     void *p = mmap(nullptr, this->bytes, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                   (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
     data = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+    if (data && !shared)
+      madvise(data, this->bytes, MADV_HUGEPAGE);
   }
   ~SharedMemory() {
     if (data)
@@ -244,14 +249,19 @@ void CompiledKernel::run(const EvaluationOptions &options,
     result.status = status;
     result.reason = std::move(reason);
   };
-  // Inputs and outputs live in memory the child shares, so its results
-  // survive it; the inputs are filled here, from the shared generator.
+  // Inputs and outputs live in private memory, filled here from the shared
+  // generator and inherited by the child; after its timed runs the child
+  // copies the outputs into memory shared with this process.
   std::vector<std::unique_ptr<SharedMemory>> memory;
+  size_t outputBytes = 0;
   InputGenerator generator(options.seed);
   for (const Buffer &buffer : buffers) {
     int64_t count = elementCount(buffer.shape);
     unsigned width = byteWidth(buffer.elementType);
-    memory.push_back(std::make_unique<SharedMemory>(count * width));
+    memory.push_back(
+        std::make_unique<SharedMemory>(count * width, /*shared=*/false));
+    if (buffer.role == Role::out)
+      outputBytes += count * width;
     char *data = memory.back()->data;
     if (!data)
       return fail(EvaluationStatus::Crash,
@@ -287,7 +297,8 @@ void CompiledKernel::run(const EvaluationOptions &options,
 
   unsigned reps = std::max(options.repetitions, 1u);
   SharedMemory shared((reps + 1) * sizeof(double));
-  if (!shared.data)
+  SharedMemory outputs(outputBytes);
+  if (!shared.data || !outputs.data)
     return fail(EvaluationStatus::Crash, "cannot map the result area");
   auto *times = reinterpret_cast<double *>(shared.data);
   auto *done = times + reps;
@@ -318,6 +329,12 @@ void CompiledKernel::run(const EvaluationOptions &options,
                      std::chrono::steady_clock::now() - t0)
                      .count();
     }
+    size_t at = 0;
+    for (auto [buffer, mem] : llvm::zip(buffers, memory))
+      if (buffer.role == Role::out) {
+        std::memcpy(outputs.data + at, mem->data, mem->bytes);
+        at += mem->bytes;
+      }
     *done = 1;
     _exit(0);
   }
@@ -355,7 +372,8 @@ void CompiledKernel::run(const EvaluationOptions &options,
                     std::to_string(WEXITSTATUS(status)));
   result.times.assign(times, times + reps);
   result.outputs.clear();
-  for (auto [buffer, mem] : llvm::zip(buffers, memory)) {
+  const char *copied = outputs.data;
+  for (const Buffer &buffer : buffers) {
     if (buffer.role != Role::out)
       continue;
     OutputData out;
@@ -366,7 +384,8 @@ void CompiledKernel::run(const EvaluationOptions &options,
     unsigned width = byteWidth(buffer.elementType);
     out.values.resize(count);
     for (int64_t i = 0; i < count; ++i)
-      out.values[i] = loadElement(mem->data + i * width, buffer.elementType);
+      out.values[i] = loadElement(copied + i * width, buffer.elementType);
+    copied += count * width;
     result.outputs.push_back(std::move(out));
   }
 }
