@@ -11,7 +11,9 @@ For every suite kernel and thread count it times, in the same run:
   moves applied with ``pd-opt``, compiled and checked against the naive
   kernel compiled at full size (``--check-against``, within ``--tolerance``
   of each output's largest magnitude: both are float32, and a sum of 10^7
-  terms in another order differs by about 1e-3);
+  terms in another order differs by about 1e-3), or, where the naive
+  float32 result is itself inaccurate (INTERPRETER_CHECKED), against the
+  float64 interpreter within 1e-4;
 - PyTorch computing the same thing: as users call it (a fresh output) and,
   where the operation has one, with ``out=`` (no page faults on a fresh
   output). ``torch.set_num_threads`` is set explicitly.
@@ -32,6 +34,12 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPS = 1e-5
+
+# Kernels whose naive float32 result is itself inaccurate, so the variant is
+# checked against the float64 interpreter at full size instead (slow): in
+# batchnorm_8x3x2048x2048 each channel's variance sums 3.4e7 terms of about
+# 1/3 sequentially, and a float32 sum stops growing past 2^24.
+INTERPRETER_CHECKED = {"batchnorm_8x3x2048x2048"}
 
 
 def shapes(path):
@@ -126,8 +134,10 @@ def run_pd(args, kernel_path, moves, threads):
         if applied.returncode:
             return {"status": "moves-refused",
                     "reason": applied.stderr.strip().splitlines()[0]}
-        cmd = run + ["--input-format=mlir", "--check-against=" + kernel_path,
-                     "--tolerance=%g" % args.tolerance, "-"]
+        check = ([] if os.path.basename(kernel_path)[:-3] in INTERPRETER_CHECKED
+                 else ["--check-against=" + kernel_path,
+                       "--tolerance=%g" % args.tolerance])
+        cmd = run + ["--input-format=mlir"] + check + ["-"]
         text = subprocess.run(cmd, input=applied.stdout, capture_output=True,
                               text=True).stdout
     lines = [l for l in text.splitlines() if l.startswith("{")]
