@@ -2,10 +2,11 @@
 // patterns, reductions, primitives.
 // RUN: pd-opt %s --convert-perfdojo-to-standard --split-input-file --verify-diagnostics | FileCheck %s
 
-// Inputs and outputs become memref arguments in declaration order; heap
+// Inputs and outputs become memref arguments in declaration order, marked
+// noalias (every buffer is its own object); heap
 // temporaries an aligned alloc (freed at the end), stack ones an alloca;
 // a reused dimension stores its reuse factor and is indexed mod it.
-// CHECK-LABEL: func.func @buffers(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4xf32>) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @buffers(%{{.*}}: memref<4x8xf32> {llvm.noalias}, %{{.*}}: memref<4xf32> {llvm.noalias}) attributes {llvm.emit_c_interface}
 // CHECK-DAG: memref.alloc() {alignment = 64 : i64} : memref<4x1xf32>
 // CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<4xf32>
 // CHECK: scf.for %[[I:.*]] = %c0 to %c4 step %c1
