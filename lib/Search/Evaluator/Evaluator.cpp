@@ -270,6 +270,12 @@ void CompiledKernel::run(const EvaluationOptions &options,
     if (buffer.role != Role::in)
       continue;
     bool fp = isa<FloatType>(buffer.elementType);
+    if (buffer.elementType.isF32()) { // the common case, without dispatch
+      auto *values = reinterpret_cast<float *>(data);
+      for (int64_t i = 0; i < count; ++i)
+        values[i] = static_cast<float>(generator.nextFloat());
+      continue;
+    }
     for (int64_t i = 0; i < count; ++i) {
       double f = fp ? generator.nextFloat() : 0;
       int64_t n = fp ? 0 : generator.nextInt();
@@ -383,8 +389,14 @@ void CompiledKernel::run(const EvaluationOptions &options,
     int64_t count = elementCount(buffer.shape);
     unsigned width = byteWidth(buffer.elementType);
     out.values.resize(count);
-    for (int64_t i = 0; i < count; ++i)
-      out.values[i] = loadElement(copied + i * width, buffer.elementType);
+    if (buffer.elementType.isF32()) {
+      const auto *values = reinterpret_cast<const float *>(copied);
+      for (int64_t i = 0; i < count; ++i)
+        out.values[i] = values[i];
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        out.values[i] = loadElement(copied + i * width, buffer.elementType);
+    }
     copied += count * width;
     result.outputs.push_back(std::move(out));
   }
