@@ -150,3 +150,50 @@ perfdojo.kernel @accumulated {
     }
   }
 }
+
+// -----
+
+// A register tile: a sequential k scope around unrolled scopes around a
+// vector reduction whose element does not depend on k keeps one vector per
+// unrolled instance (2 x 2 here) in the loop's iter_args: loaded before,
+// updated in k order (exact), stored after.
+// CHECK-LABEL: func.func @tile
+// CHECK-COUNT-4: vector.load %arg2
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NOT: vector.store
+// CHECK: scf.yield
+// CHECK-COUNT-4: vector.store {{.*}}, %arg2
+perfdojo.kernel @tile {
+  perfdojo.buffer in A f32 [2, 8] heap
+  perfdojo.buffer in B f32 [8, 32] heap
+  perfdojo.buffer out C f32 [2, 32] heap
+  perfdojo.scope 8 {
+    perfdojo.scope 2 unroll {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute C[{1}, {2} * 16 + {3}] += mul(A[{1}, {0}], B[{0}, {2} * 16 + {3}])
+        }
+      }
+    }
+  }
+}
+
+// -----
+
+// Unrolled instances whose vectors overlap (offsets 0 and 8 of a 16-lane
+// vector) are not kept in registers: each would miss the other's updates.
+// CHECK-LABEL: func.func @overlap
+// CHECK: scf.for
+// CHECK-NOT: iter_args
+// CHECK: vector.store
+perfdojo.kernel @overlap {
+  perfdojo.buffer in A f32 [8] heap
+  perfdojo.buffer out C f32 [24] heap
+  perfdojo.scope 8 {
+    perfdojo.scope 2 unroll {
+      perfdojo.scope 16 vector {
+        perfdojo.compute C[{1} * 8 + {2}] += A[{0}]
+      }
+    }
+  }
+}

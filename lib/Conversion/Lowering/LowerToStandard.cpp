@@ -51,6 +51,17 @@ private:
   /// reassociated over the scope's iterations as well as over the lanes,
   /// which the vector mapping already declares reassociable.
   LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
+  /// A sequential scope S whose body is a chain of unrolled scopes ending in
+  /// a vector scope with one reduction whose element is contiguous in the
+  /// lanes, invariant in S, never read by the operation's inputs, and
+  /// distinct for every instance of the unrolled scopes: that operation
+  /// and the unrolled scopes, else null.
+  ComputeOp getRegisterTile(ScopeOp scope, SmallVectorImpl<ScopeOp> &unrolls);
+  /// Lowers such a scope keeping one vector per unrolled instance in
+  /// registers through the loop: loaded before, updated in the same order as
+  /// the scope would (exact), stored after.
+  LogicalResult lowerRegisterTile(ScopeOp scope, ComputeOp op,
+                                  ArrayRef<ScopeOp> unrolls);
 
   // Indices.
   Value constantIndex(int64_t value) {
@@ -220,9 +231,13 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
   }
   case Mapping::seq:
   case Mapping::unroll: {
-    if (scope.getMapping() == Mapping::seq)
+    if (scope.getMapping() == Mapping::seq) {
       if (ComputeOp op = getAccumulated(scope))
         return lowerAccumulated(scope, op);
+      SmallVector<ScopeOp> unrolls;
+      if (ComputeOp op = getRegisterTile(scope, unrolls))
+        return lowerRegisterTile(scope, op, unrolls);
+    }
     auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                    constantIndex(size), constantIndex(1));
     if (scope.getMapping() == Mapping::unroll)
@@ -317,6 +332,147 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
                          memref::LoadOp::create(b, loc, memref, at), total,
                          type);
   memref::StoreOp::create(b, loc, updated, memref, at);
+  return success();
+}
+
+ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
+                                          SmallVectorImpl<ScopeOp> &unrolls) {
+  Operation *child = &scope.getBodyBlock().front();
+  if (!llvm::hasSingleElement(scope.getBodyBlock()))
+    return {};
+  int64_t instances = 1;
+  while (auto s = dyn_cast<ScopeOp>(child)) {
+    if (!llvm::hasSingleElement(s.getBodyBlock()))
+      return {};
+    if (s.getMapping() == Mapping::vector)
+      break;
+    if (s.getMapping() != Mapping::unroll)
+      return {};
+    unrolls.push_back(s);
+    instances *= s.getSize();
+    child = &s.getBodyBlock().front();
+  }
+  auto vec = dyn_cast<ScopeOp>(child);
+  if (!vec || instances > 24)
+    return {};
+  auto op = dyn_cast<ComputeOp>(vec.getBodyBlock().front());
+  if (!op || op.getReduction() == Reduction::none)
+    return {};
+  BufferOp out = bufferOf(op.getOut().getArray().getValue());
+  if (llvm::any_of(out.getReuse(), [](int64_t r) { return r != 0; }))
+    return {};
+  for (Attribute input : op.getInputs())
+    if (auto access = dyn_cast<AccessAttr>(input);
+        access && bufferOf(access.getArray().getValue()) == out)
+      return {};
+  SmallVector<LinearForm> forms = op.getOut().getLinearForms();
+  unsigned lane = vec.getDepth();
+  for (auto [d, form] : llvm::enumerate(forms)) {
+    if (form.coeff(scope.getDepth()))
+      return {};
+    bool last = d + 1 == forms.size();
+    if (form.coeff(lane) != (last ? 1 : 0))
+      return {};
+  }
+  // The instances' vectors must not overlap: pairwise, some dimension
+  // differs by a constant, by at least the width in the last one.
+  SmallVector<SmallVector<int64_t>> offsets;
+  SmallVector<int64_t> counter(unrolls.size(), 0);
+  for (int64_t i = 0; i < instances; ++i) {
+    SmallVector<int64_t> offset;
+    for (const LinearForm &form : forms) {
+      int64_t o = 0;
+      for (auto [u, s] : llvm::enumerate(unrolls))
+        o += form.coeff(s.getDepth()) * counter[u];
+      offset.push_back(o);
+    }
+    offsets.push_back(offset);
+    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
+      if (++counter[u] < int64_t(unrolls[u].getSize()))
+        break;
+      counter[u] = 0;
+    }
+  }
+  for (size_t i = 0; i < offsets.size(); ++i)
+    for (size_t j = i + 1; j < offsets.size(); ++j) {
+      bool apart = false;
+      for (size_t d = 0; d < forms.size(); ++d) {
+        int64_t diff = std::abs(offsets[i][d] - offsets[j][d]);
+        apart |= d + 1 == forms.size() ? diff >= int64_t(vec.getSize())
+                                       : diff != 0;
+      }
+      if (!apart)
+        return {};
+    }
+  return op;
+}
+
+LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
+                                                ArrayRef<ScopeOp> unrolls) {
+  auto vec = cast<ScopeOp>(op->getParentOp());
+  Type type = elementType(op.getOut().getArray().getValue());
+  auto vecType = VectorType::get({int64_t(vec.getSize())}, type);
+  Value memref = memrefs.lookup(op.getOut().getArray().getValue());
+  // Every instance of the unrolled scopes, as constants per depth.
+  SmallVector<SmallVector<int64_t>> combos;
+  SmallVector<int64_t> counter(unrolls.size(), 0), sizes;
+  int64_t instances = 1;
+  for (ScopeOp s : unrolls) {
+    sizes.push_back(s.getSize());
+    instances *= s.getSize();
+  }
+  for (int64_t i = 0; i < instances; ++i) {
+    combos.push_back(counter);
+    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
+      if (++counter[u] < sizes[u])
+        break;
+      counter[u] = 0;
+    }
+  }
+  // The scope S itself and the unrolled scopes occupy the depths from
+  // S's on; the lane depth follows them.
+  unsigned base = ivs.size();
+  auto bind = [&](Value sVar, ArrayRef<int64_t> combo) {
+    ivs.resize(base);
+    ivs.push_back(sVar);
+    for (int64_t c : combo)
+      ivs.push_back(constantIndex(c));
+    ivs.push_back(Value()); // the lanes
+  };
+  lanes = {vec.getDepth(), int64_t(vec.getSize()), true};
+  SmallVector<Value> inits;
+  for (ArrayRef<int64_t> combo : combos) {
+    bind(constantIndex(0), combo);
+    inits.push_back(vector::LoadOp::create(b, loc, vecType, memref,
+                                           indices(op.getOut(), 0)));
+  }
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 constantIndex(scope.getSize()),
+                                 constantIndex(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next;
+    for (auto [combo, acc] : llvm::zip(combos, loop.getRegionIterArgs())) {
+      bind(loop.getInductionVar(), combo);
+      loc = op.getLoc();
+      std::string error;
+      Value value = compute(op, type, error);
+      if (!value) {
+        ivs.resize(base);
+        lanes = {};
+        return op.emitError(error);
+      }
+      next.push_back(binary(combiner(op.getReduction()), acc, value, type));
+    }
+    scf::YieldOp::create(b, loc, next);
+  }
+  for (auto [combo, result] : llvm::zip(combos, loop.getResults())) {
+    bind(constantIndex(0), combo);
+    vector::StoreOp::create(b, loc, result, memref, indices(op.getOut(), 0));
+  }
+  ivs.resize(base);
+  lanes = {};
   return success();
 }
 
