@@ -114,6 +114,32 @@ static std::string shapeString(const BufferData &b) {
 
 static int runTool(int argc, char **argv);
 
+/// Parses the main buffer of `sourceMgr` as `format` ("pd" or "mlir"; by
+/// default chosen from the extension of `path`). MLIR input nested too
+/// deeply for the parser is refused first. Null (with a message) on error.
+static OwningOpRef<ModuleOp> parseKernelFile(llvm::SourceMgr &sourceMgr,
+                                             StringRef path, StringRef format,
+                                             MLIRContext *context) {
+  std::string chosen = format.str();
+  if (chosen.empty())
+    chosen = path.ends_with(".mlir") ? "mlir" : "pd";
+  if (chosen == "pd")
+    return importTextForm(sourceMgr, context);
+  if (chosen != "mlir") {
+    llvm::errs() << "pd-run: unknown --input-format '" << chosen
+                 << "'; expected 'pd' or 'mlir'\n";
+    return nullptr;
+  }
+  const llvm::MemoryBuffer *buffer =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  if (std::optional<std::string> tooDeep = checkInputNesting(
+          buffer->getBuffer(), buffer->getBufferIdentifier())) {
+    llvm::errs() << *tooDeep << "\n";
+    return nullptr;
+  }
+  return parseSourceFile<ModuleOp>(sourceMgr, context);
+}
+
 /// Compiles, runs and times `kernel`; checks it against `reference` when
 /// given. Prints one line; returns the exit status.
 static int runCompiled(KernelOp kernel, const Interpreter *reference) {
@@ -138,9 +164,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
     sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
     SourceMgrDiagnosticHandler handler(sourceMgr, kernel.getContext());
     OwningOpRef<ModuleOp> other =
-        StringRef(checkAgainst).ends_with(".mlir")
-            ? parseSourceFile<ModuleOp>(sourceMgr, kernel.getContext())
-            : importTextForm(sourceMgr, kernel.getContext());
+        parseKernelFile(sourceMgr, checkAgainst, "", kernel.getContext());
     if (!other)
       return 1;
     auto kernels = other->getOps<KernelOp>();
@@ -273,26 +297,8 @@ static int runTool(int argc, char **argv) {
   sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
 
-  std::string format = inputFormat;
-  if (format.empty())
-    format = StringRef(inputFilename).ends_with(".mlir") ? "mlir" : "pd";
-  OwningOpRef<ModuleOp> module;
-  if (format == "mlir") {
-    const llvm::MemoryBuffer *buffer =
-        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-    if (std::optional<std::string> tooDeep = checkInputNesting(
-            buffer->getBuffer(), buffer->getBufferIdentifier())) {
-      llvm::errs() << *tooDeep << "\n";
-      return 1;
-    }
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  } else if (format == "pd") {
-    module = importTextForm(sourceMgr, &context);
-  } else {
-    llvm::errs() << "pd-run: unknown --input-format '" << format
-                 << "'; expected 'pd' or 'mlir'\n";
-    return 1;
-  }
+  OwningOpRef<ModuleOp> module =
+      parseKernelFile(sourceMgr, inputFilename, inputFormat, &context);
   if (!module)
     return 1;
 

@@ -54,6 +54,9 @@ struct OutputData {
   std::string name;
   SmallVector<int64_t> shape;
   bool isFloat = true;
+  /// The unit roundoff of the buffer's type (2^-24 for f32, 2^-11 for f16,
+  /// 2^-8 for bf16, 2^-53 for f64): a comparison never asks for more.
+  double roundoff = 0;
   std::vector<double> values;
 };
 
@@ -105,8 +108,10 @@ private:
 };
 
 /// Compares compiled outputs with the interpreter's buffers of the same
-/// names: a float element matches when |a - b| <= tolerance * the largest
-/// finite |reference| of its buffer (and NaN only where the reference is
+/// names: a float element matches when |a - b| <= t * the largest finite
+/// |reference| of its buffer, t being `tolerance` or, if larger, twice the
+/// unit roundoff of the output's type (a float64 reference rounded to
+/// bf16 is already off by that much) (and NaN only where the reference is
 /// NaN); integers must be equal. On a mismatch, sets the status and reason
 /// of `result`; always sets maxError.
 void compareWithReference(const Interpreter &reference, double tolerance,

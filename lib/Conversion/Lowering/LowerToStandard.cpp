@@ -568,10 +568,17 @@ Value KernelLowering::convert(Value value, Type from, Type to) {
     return value;
   auto shaped = dyn_cast<VectorType>(value.getType());
   Type result = shaped ? VectorType::get(shaped.getShape(), dst) : dst;
-  if (isa<FloatType>(src) && isa<FloatType>(dst))
+  if (isa<FloatType>(src) && isa<FloatType>(dst)) {
+    // f16 <-> bf16: same width, neither extends the other; go through f32.
+    if (src.getIntOrFloatBitWidth() == dst.getIntOrFloatBitWidth()) {
+      Type f32 = b.getF32Type();
+      Value wide = convert(value, src, f32);
+      return convert(wide, f32, dst);
+    }
     return src.getIntOrFloatBitWidth() < dst.getIntOrFloatBitWidth()
                ? arith::ExtFOp::create(b, loc, result, value).getResult()
                : arith::TruncFOp::create(b, loc, result, value).getResult();
+  }
   if (isa<FloatType>(dst))
     return arith::SIToFPOp::create(b, loc, result, value);
   if (isa<FloatType>(src))
