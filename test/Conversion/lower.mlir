@@ -125,15 +125,25 @@ perfdojo.kernel @gpu {
 // -----
 
 // A float max= into an element that neither the loop nor the lanes index
-// keeps a vector of partial maxima through the loop (exact: max is
-// associative and commutative, NaN included), halved log2(16) times after
-// it, then updates the element once.
+// keeps four vectors of partial maxima through the loop, each taking every
+// fourth iteration (exact: max is associative and commutative, NaN
+// included), combines them, halves the result log2(16) times, then updates
+// the element once.
 // CHECK-LABEL: func.func @accumulated
 // CHECK: %[[INIT:.*]] = arith.constant dense<0xFF800000> : vector<16xf32>
-// CHECK: %[[ACC:.*]] = scf.for {{.*}} iter_args(%[[A:.*]] = %[[INIT]]) -> (vector<16xf32>)
-// CHECK: %[[V:.*]] = vector.load
-// CHECK: %[[M:.*]] = arith.maximumf %[[A]], %[[V]] : vector<16xf32>
-// CHECK: scf.yield %[[M]]
+// CHECK: %[[ACC:.*]]:4 = scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[INIT]], %[[A1:.*]] = %[[INIT]], %[[A2:.*]] = %[[INIT]], %[[A3:.*]] = %[[INIT]]) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: %[[V0:.*]] = vector.load
+// CHECK: %[[M0:.*]] = arith.maximumf %[[A0]], %[[V0]] : vector<16xf32>
+// CHECK: %[[V1:.*]] = vector.load
+// CHECK: %[[M1:.*]] = arith.maximumf %[[A1]], %[[V1]] : vector<16xf32>
+// CHECK: %[[V2:.*]] = vector.load
+// CHECK: %[[M2:.*]] = arith.maximumf %[[A2]], %[[V2]] : vector<16xf32>
+// CHECK: %[[V3:.*]] = vector.load
+// CHECK: %[[M3:.*]] = arith.maximumf %[[A3]], %[[V3]] : vector<16xf32>
+// CHECK: scf.yield %[[M0]], %[[M1]], %[[M2]], %[[M3]]
+// CHECK: %[[P01:.*]] = arith.maximumf %[[ACC]]#0, %[[ACC]]#1
+// CHECK: %[[P23:.*]] = arith.maximumf %[[ACC]]#2, %[[ACC]]#3
+// CHECK: arith.maximumf %[[P01]], %[[P23]]
 // CHECK-COUNT-4: vector.shuffle
 // CHECK: vector.extract
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32

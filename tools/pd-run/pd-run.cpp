@@ -89,6 +89,11 @@ static cl::opt<double>
     timeLimit("time-limit",
               cl::desc("seconds after which the compiled runs are killed"),
               cl::init(60), cl::cat(jitCategory));
+static cl::opt<int64_t> streamingMinBytes(
+    "streaming-min-bytes",
+    cl::desc("with --jit: outputs of at least this many bytes that the "
+             "kernel only writes get non-temporal stores (0: never)"),
+    cl::init(16 << 20));
 static cl::opt<std::string> checkAgainst(
     "check-against",
     cl::desc("with --jit: check the outputs against this kernel (text form "
@@ -149,6 +154,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.warmup = warmup;
   options.timeLimit = timeLimit;
   options.seed = seed;
+  options.streamingMinBytes = streamingMinBytes;
   EvaluationResult result;
   if (checkAgainst.empty()) {
     result = evaluate(kernel, options, reference, tolerance);

@@ -32,6 +32,9 @@ struct EvaluationOptions {
   double timeLimit = 60;
   /// Seed of the inputs (see InputGenerator).
   uint64_t seed = 1;
+  /// Outputs of at least this many bytes that the kernel only writes get
+  /// non-temporal stores (see convert-perfdojo-to-standard); 0: never.
+  int64_t streamingMinBytes = 16 << 20;
 };
 
 enum class EvaluationStatus {
@@ -84,10 +87,12 @@ class CompiledKernel {
 public:
   ~CompiledKernel();
 
-  /// Lowers a copy of `kernel` and JIT-compiles it. On failure, the result
-  /// has status CompileError and the diagnostics as its reason.
+  /// Lowers a copy of `kernel` and JIT-compiles it (of `options`, only the
+  /// lowering's are read). On failure, the result has status CompileError
+  /// and the diagnostics as its reason.
   static FailureOr<std::unique_ptr<CompiledKernel>>
-  compile(KernelOp kernel, EvaluationResult &result);
+  compile(KernelOp kernel, EvaluationResult &result,
+          const EvaluationOptions &options = {});
 
   /// Runs the kernel in a child process on seeded inputs: `warmup` untimed
   /// runs, then `repetitions` timed ones. Fills `result` (status, times,

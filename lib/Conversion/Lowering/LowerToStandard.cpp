@@ -33,7 +33,8 @@ struct Lanes {
 
 class KernelLowering {
 public:
-  KernelLowering(KernelOp kernel) : kernel(kernel), b(kernel) {}
+  KernelLowering(KernelOp kernel, int64_t streamingMinBytes)
+      : kernel(kernel), b(kernel), streamingMinBytes(streamingMinBytes) {}
 
   LogicalResult run();
 
@@ -45,11 +46,12 @@ private:
   /// reduction into an element that neither scope indexes, and that no
   /// input reads: that operation, else null.
   ComputeOp getAccumulated(ScopeOp scope);
-  /// Lowers such a scope with a vector of partial results carried through
-  /// the loop and reduced once after it. For max and min (NaN and signed
-  /// zeros included) and integers this is exact; a float sum or product is
-  /// reassociated over the scope's iterations as well as over the lanes,
-  /// which the vector mapping already declares reassociable.
+  /// Lowers such a scope with vectors of partial results (up to four, each
+  /// taking every fourth iteration) carried through the loop, combined and
+  /// reduced once after it. For max and min (NaN and signed zeros included)
+  /// and integers this is exact; a float sum or product is reassociated
+  /// over the scope's iterations as well as over the lanes, which the
+  /// vector mapping already declares reassociable.
   LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
   /// A sequential scope S whose body is a chain of unrolled scopes ending in
   /// a vector scope with one reduction whose element is contiguous in the
@@ -62,6 +64,14 @@ private:
   /// the scope would (exact), stored after.
   LogicalResult lowerRegisterTile(ScopeOp scope, ComputeOp op,
                                   ArrayRef<ScopeOp> unrolls);
+
+  /// Outputs of at least `streamingMinBytes` that no operation reads or
+  /// reduces into: for each, whether its base address is aligned to 64
+  /// bytes, computed once at the function's entry.
+  void findStreamedOutputs(ArrayRef<BufferOp> parameters);
+  /// Whether the contiguous vector store of `value` at `out` starts at a
+  /// multiple of the vector's size for every iteration.
+  bool isVectorAligned(AccessAttr out, VectorType type);
 
   // Indices.
   Value constantIndex(int64_t value) {
@@ -103,6 +113,10 @@ private:
   SmallVector<Value> ivs;
   Lanes lanes;
   SmallVector<scf::ForOp> unrolled;
+  int64_t streamingMinBytes;
+  /// The outputs that take streaming stores, with an i1 that holds when
+  /// their base address is 64-byte aligned.
+  llvm::DenseMap<Operation *, Value> streamed;
 };
 } // namespace
 
@@ -137,6 +151,7 @@ LogicalResult KernelLowering::run() {
   for (auto [buffer, argument] : llvm::zip(parameters, entry->getArguments()))
     for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
       memrefs[array] = argument;
+  findStreamedOutputs(parameters);
 
   SmallVector<Value> heap;
   for (BufferOp buffer : temporaries) {
@@ -173,6 +188,71 @@ LogicalResult KernelLowering::run() {
       return kernel.emitError("cannot unroll a scope of ") << trips;
   }
   return success();
+}
+
+void KernelLowering::findStreamedOutputs(ArrayRef<BufferOp> parameters) {
+  if (streamingMinBytes <= 0)
+    return;
+  llvm::SmallPtrSet<Operation *, 4> excluded;
+  kernel.walk([&](ComputeOp op) {
+    if (op.getReduction() != Reduction::none)
+      excluded.insert(bufferOf(op.getOut().getArray().getValue()));
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        excluded.insert(bufferOf(access.getArray().getValue()));
+  });
+  for (BufferOp buffer : parameters) {
+    if (!buffer.isOutput() || excluded.contains(buffer))
+      continue;
+    if (llvm::any_of(buffer.getReuse(), [](int64_t r) { return r != 0; }))
+      continue;
+    Type element = buffer.getElementType();
+    int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+    for (int64_t extent : buffer.getShape())
+      bytes *= extent;
+    if (bytes < streamingMinBytes)
+      continue;
+    StringRef array =
+        *buffer.getArrays().getAsValueRange<StringAttr>().begin();
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, memrefs.lookup(array));
+    Value misalignment =
+        arith::RemUIOp::create(b, loc, base, constantIndex(64));
+    streamed[buffer] = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, misalignment, constantIndex(0));
+  }
+}
+
+bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
+  BufferOp buffer = bufferOf(out.getArray().getValue());
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  int64_t vectorBytes = type.getNumElements() * elementBytes;
+  // Aligned to the vector's own size, which the 64-byte base alignment
+  // implies: a power of two from 16 to 64 bytes.
+  if (!llvm::isPowerOf2_64(vectorBytes) || vectorBytes < 16 ||
+      vectorBytes > 64 || type.getElementTypeBitWidth() % 8)
+    return false;
+  int64_t width = type.getNumElements();
+  ArrayRef<int64_t> shape = buffer.getShape();
+  SmallVector<LinearForm> forms = out.getLinearForms();
+  // The element offset, linearized: every scope variable other than the
+  // lanes must step by a multiple of the width, and the start must be one.
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int d = int(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  int64_t start = 0;
+  SmallVector<int64_t> steps(ivs.size(), 0);
+  for (auto [d, form] : llvm::enumerate(forms)) {
+    start += form.constant * strides[d];
+    for (unsigned v = 0; v < form.getNumDims() && v < ivs.size(); ++v)
+      steps[v] += form.coeffs[v] * strides[d];
+  }
+  if (start % width)
+    return false;
+  for (unsigned v = 0; v < ivs.size(); ++v)
+    if (ivs[v] && steps[v] % width)
+      return false;
+  return true;
 }
 
 LogicalResult KernelLowering::lowerBlock(Block &block) {
@@ -298,33 +378,51 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
   case Reduction::none:
     llvm_unreachable("not a reduction");
   }
+  // Several accumulators, each updated every K-th iteration, so that the
+  // updates of consecutive iterations do not wait for each other (a vector
+  // max with NaN propagation takes a chain of several instructions).
+  int64_t size = scope.getSize();
+  int64_t count = size % 4 == 0 ? 4 : size % 2 == 0 ? 2 : 1;
   Value init = constant(identity,
                         VectorType::get({int64_t(inner.getSize())}, type));
-  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
-                                 constantIndex(scope.getSize()),
-                                 constantIndex(1), ValueRange{init});
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0), constantIndex(size),
+                                 constantIndex(count),
+                                 SmallVector<Value>(count, init));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    ivs.push_back(loop.getInductionVar());
     lanes = {inner.getDepth(), int64_t(inner.getSize()), true};
-    ivs.push_back(Value());
-    loc = op.getLoc();
-    std::string error;
-    Value value = compute(op, type, error);
-    ivs.pop_back();
-    if (!value) {
-      lanes = {};
+    SmallVector<Value> next;
+    for (int64_t k = 0; k < count; ++k) {
+      Value iv = loop.getInductionVar();
+      if (k)
+        iv = arith::AddIOp::create(b, loc, iv, constantIndex(k));
+      ivs.push_back(iv);
+      ivs.push_back(Value());
+      loc = op.getLoc();
+      std::string error;
+      Value value = compute(op, type, error);
       ivs.pop_back();
-      return op.emitError(error);
+      ivs.pop_back();
+      if (!value) {
+        lanes = {};
+        return op.emitError(error);
+      }
+      next.push_back(binary(combiner(op.getReduction()),
+                            loop.getRegionIterArgs()[k], value, type));
     }
-    Value next = binary(combiner(op.getReduction()),
-                        loop.getRegionIterArgs()[0], value, type);
     scf::YieldOp::create(b, loc, next);
-    ivs.pop_back();
+  }
+  SmallVector<Value> partial(loop.getResults());
+  while (partial.size() > 1) {
+    SmallVector<Value> halved;
+    for (size_t i = 0; i < partial.size(); i += 2)
+      halved.push_back(binary(combiner(op.getReduction()), partial[i],
+                              partial[i + 1], type));
+    partial = std::move(halved);
   }
   // One update of the element with the combined lanes.
-  Value total = reduceLanes(loop.getResult(0), op.getReduction(), type);
+  Value total = reduceLanes(partial.front(), op.getReduction(), type);
   lanes = {};
   Value memref = memrefs.lookup(op.getOut().getArray().getValue());
   SmallVector<Value> at = indices(op.getOut(), 0);
@@ -836,6 +934,21 @@ void KernelLowering::store(ComputeOp op, Value value) {
                      vector::LoadOp::create(
                          b, loc, cast<VectorType>(value.getType()), memref, at),
                      value, type);
+    auto vectorType = cast<VectorType>(value.getType());
+    Value aligned = streamed.lookup(bufferOf(out.getArray().getValue()));
+    if (reduce || !aligned || !isVectorAligned(out, vectorType)) {
+      vector::StoreOp::create(b, loc, value, memref, at);
+      return;
+    }
+    // A streaming store where the base is aligned, else an ordinary one.
+    auto choice = scf::IfOp::create(b, loc, aligned, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(choice.thenBlock());
+    int64_t bytes =
+        vectorType.getNumElements() * vectorType.getElementTypeBitWidth() / 8;
+    vector::StoreOp::create(b, loc, value, memref, at, /*nontemporal=*/true,
+                            llvm::MaybeAlign(bytes));
+    b.setInsertionPointToStart(choice.elseBlock());
     vector::StoreOp::create(b, loc, value, memref, at);
     return;
   }
@@ -874,11 +987,12 @@ namespace {
 struct ConvertPerfDojoToStandardPass
     : public perfdojo::impl::ConvertPerfDojoToStandardBase<
           ConvertPerfDojoToStandardPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels) {
-      KernelLowering lowering(kernel);
+      KernelLowering lowering(kernel, streamingMinBytes);
       if (failed(lowering.run()))
         return signalPassFailure();
       kernel.erase();

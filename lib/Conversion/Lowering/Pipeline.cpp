@@ -38,12 +38,16 @@ struct ApproximateMathPass
 };
 } // namespace
 
-void mlir::perfdojo::buildLowerToLLVMPipeline(OpPassManager &pm) {
-  pm.addPass(createConvertPerfDojoToStandard());
+void mlir::perfdojo::buildLowerToLLVMPipeline(
+    OpPassManager &pm, const LowerToLLVMOptions &options) {
+  ConvertPerfDojoToStandardOptions lowering;
+  lowering.streamingMinBytes = options.streamingMinBytes;
+  pm.addPass(createConvertPerfDojoToStandard(lowering));
   pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertSCFToOpenMPPass());
+  pm.addPass(createFenceStreamingStores());
   // Inlines the memref.alloca_scope that scf-to-openmp wraps around each
   // parallel body (it holds no alloca: temporaries are allocated up front),
   // which must not end up with several blocks after scf-to-cf.
@@ -67,7 +71,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(OpPassManager &pm) {
 void mlir::perfdojo::registerLoweringPasses() {
   registerPerfDojoLoweringPasses();
   PassRegistration<ApproximateMathPass>();
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerToLLVMOptions>(
       "pd-lower-to-llvm",
       "Lower perfdojo kernels to the LLVM dialect for the CPU (OpenMP for "
       "parallel scopes)",

@@ -200,7 +200,8 @@ std::string describeSignal(int signal) {
 } // namespace
 
 FailureOr<std::unique_ptr<CompiledKernel>>
-CompiledKernel::compile(KernelOp kernel, EvaluationResult &result) {
+CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
+                        const EvaluationOptions &options) {
   auto start = std::chrono::steady_clock::now();
   auto fail = [&](std::string reason) {
     result.status = EvaluationStatus::CompileError;
@@ -239,7 +240,9 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result) {
       return success();
     });
     PassManager pm(ctx, ModuleOp::getOperationName());
-    buildLowerToLLVMPipeline(pm);
+    LowerToLLVMOptions lowering;
+    lowering.streamingMinBytes = options.streamingMinBytes;
+    buildLowerToLLVMPipeline(pm, lowering);
     if (failed(pm.run(*module)))
       return fail("lowering failed: " + diagnostics);
   }
@@ -252,12 +255,13 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result) {
   if (!machine)
     return fail("cannot target this CPU: " + toString(machine.takeError()));
   auto transformer = makeOptimizingTransformer(3, 0, machine->get());
-  ExecutionEngineOptions options;
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  options.enableGDBNotificationListener = false;
-  options.enablePerfNotificationListener = false;
-  auto engine = ExecutionEngine::create(*module, options, std::move(*machine));
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  engineOptions.enableGDBNotificationListener = false;
+  engineOptions.enablePerfNotificationListener = false;
+  auto engine =
+      ExecutionEngine::create(*module, engineOptions, std::move(*machine));
   if (!engine)
     return fail("JIT compilation failed: " + toString(engine.takeError()));
   compiled->engine = std::move(*engine);
@@ -588,7 +592,7 @@ EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
                                           double tolerance) {
   EvaluationResult result;
   FailureOr<std::unique_ptr<CompiledKernel>> compiled =
-      CompiledKernel::compile(kernel, result);
+      CompiledKernel::compile(kernel, result, options);
   if (failed(compiled))
     return result;
   (*compiled)->run(options, result);

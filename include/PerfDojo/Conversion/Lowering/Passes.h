@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -30,7 +31,17 @@ namespace perfdojo {
 
 /// Adds the passes from perfdojo kernels to the LLVM dialect (CPU, OpenMP
 /// for parallel scopes) to `pm`.
-void buildLowerToLLVMPipeline(OpPassManager &pm);
+/// Options of the `pd-lower-to-llvm` pipeline.
+struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
+  Option<int64_t> streamingMinBytes{
+      *this, "streaming-min-bytes",
+      llvm::cl::desc("Outputs of at least this many bytes that the kernel "
+                     "only writes get non-temporal vector stores (0: never)"),
+      llvm::cl::init(16 << 20)};
+};
+
+void buildLowerToLLVMPipeline(OpPassManager &pm,
+                              const LowerToLLVMOptions &options = {});
 
 /// Registers the lowering passes and the `pd-lower-to-llvm` pipeline.
 void registerLoweringPasses();

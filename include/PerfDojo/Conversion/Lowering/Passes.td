@@ -27,14 +27,43 @@ def ConvertPerfDojoToStandard
     - Compute operations become `arith`/`math` operations in the output's
       element type, reductions a load, combine and store.
 
+    - Streaming stores: a contiguous vector store into an output of at
+      least `streaming-min-bytes` that the kernel only writes (never reads,
+      never reduces into) is non-temporal (`nontemporal`, aligned to the
+      vector's size) when its offset is a multiple of the vector's size for
+      every iteration and the output's base address is aligned at run time
+      (checked once per call; an unaligned output takes ordinary stores).
+      Such an output bypasses the caches: no read for ownership, about a
+      third less DRAM traffic. `pd-fence-streaming-stores` orders them.
+
     GPU mappings (`:g`, `:b`, `:w`) have no CPU meaning: the pass fails
     naming the scope.
   }]);
+  let options = [
+    Option<"streamingMinBytes", "streaming-min-bytes", "int64_t",
+           /*default=*/"16777216",
+           "Outputs of at least this many bytes that the kernel only writes "
+           "get non-temporal vector stores (0: never)">
+  ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
   ];
+}
+
+def FenceStreamingStores
+    : Pass<"pd-fence-streaming-stores", "::mlir::ModuleOp"> {
+  let summary = "Order non-temporal stores before their results are read";
+  let description = [{
+    Non-temporal stores are weakly ordered on x86: another thread (or the
+    caller, through the OpenMP join) may not see them until a fence. After
+    `convert-scf-to-openmp`, inserts a fence (x86 hosts: `sfence`; others:
+    a sequentially consistent `llvm.fence`) at the end of every `omp.parallel` region that holds a non-temporal
+    `vector.store` (once per thread, before the join) and before the
+    returns of every function that holds one.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // PERFDOJO_CONVERSION_LOWERING_PASSES_TD

@@ -1,0 +1,83 @@
+// Streaming (non-temporal) stores: a contiguous vector store into a large
+// output that the kernel only writes, at offsets that are multiples of the
+// vector's size, takes a non-temporal store when the output's base address
+// is 64-byte aligned (checked once per call) and an ordinary one otherwise.
+// The threshold is lowered to 1 KiB here; the outputs hold 4 KiB.
+// RUN: pd-opt %s --split-input-file --convert-perfdojo-to-standard=streaming-min-bytes=1024 | FileCheck %s
+// Below the threshold nothing streams.
+// RUN: pd-opt %s --split-input-file --convert-perfdojo-to-standard=streaming-min-bytes=8192 | FileCheck %s --check-prefix=SMALL
+// After the OpenMP conversion, each parallel region and each return that
+// follows a streaming store is fenced.
+// RUN: pd-opt %s --split-input-file --pass-pipeline="builtin.module(pd-lower-to-llvm{streaming-min-bytes=1024})" | FileCheck %s --check-prefix=FENCE
+
+// CHECK-LABEL: func.func @streamed
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[Y:.*]] :
+// CHECK: %[[MIS:.*]] = arith.remui %[[BASE]], %c64
+// CHECK: %[[ALIGNED:.*]] = arith.cmpi eq, %[[MIS]], %c0
+// CHECK: scf.if %[[ALIGNED]] {
+// CHECK-NEXT: vector.store %{{.*}}, %[[Y]][%{{.*}}] {alignment = 64 : i64, nontemporal = true} : memref<1024xf32>, vector<16xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: vector.store %{{.*}}, %[[Y]][%{{.*}}] : memref<1024xf32>, vector<16xf32>
+// SMALL-LABEL: func.func @streamed
+// SMALL-NOT: nontemporal
+// SMALL-NOT: scf.if
+// FENCE-LABEL: llvm.func @streamed
+// FENCE: omp.parallel {
+// FENCE: llvm.store {{.*}}nontemporal
+// FENCE: llvm.call_intrinsic "llvm.x86.sse.sfence"() : () -> ()
+// FENCE-NEXT: omp.terminator
+// FENCE: llvm.call_intrinsic "llvm.x86.sse.sfence"() : () -> ()
+// FENCE-NEXT: llvm.return
+perfdojo.kernel @streamed {
+  perfdojo.buffer in x f32 [1024] heap
+  perfdojo.buffer out y f32 [1024] heap
+  perfdojo.scope 64 parallel {
+    perfdojo.scope 16 vector {
+      perfdojo.compute y[{0} * 16 + {1}] = mul(x[{0} * 16 + {1}], 2.0)
+    }
+  }
+}
+
+// -----
+
+// An offset that is not a multiple of 16 elements for every iteration:
+// an ordinary store.
+// CHECK-LABEL: func.func @unaligned
+// CHECK-NOT: nontemporal
+// CHECK: return
+// FENCE-LABEL: llvm.func @unaligned
+// FENCE-NOT: sfence
+// FENCE: return
+perfdojo.kernel @unaligned {
+  perfdojo.buffer in x f32 [1032] heap
+  perfdojo.buffer out y f32 [1032] heap
+  perfdojo.scope 64 {
+    perfdojo.scope 16 vector {
+      perfdojo.compute y[{0} * 16 + {1} + 8] = x[{0} * 16 + {1}]
+    }
+  }
+}
+
+// -----
+
+// An output the kernel also reads (here, reduces into) keeps ordinary
+// stores: streaming it would evict what is read back.
+// CHECK-LABEL: func.func @read_back
+// CHECK-NOT: nontemporal
+// CHECK: return
+perfdojo.kernel @read_back {
+  perfdojo.buffer in x f32 [4, 1024] heap
+  perfdojo.buffer out y f32 [1024] heap
+  perfdojo.scope 64 {
+    perfdojo.scope 16 vector {
+      perfdojo.compute y[{0} * 16 + {1}] = 0.0
+    }
+  }
+  perfdojo.scope 4 {
+    perfdojo.scope 64 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute y[{1} * 16 + {2}] += x[{0}, {1} * 16 + {2}]
+      }
+    }
+  }
+}
