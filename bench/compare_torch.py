@@ -165,14 +165,37 @@ def main():
                          "|naive| of each output (both float32: sums of "
                          "10^7 terms in different orders differ by ~1e-3)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--torch-only", action="store_true",
+                    help="time only PyTorch: one JSON line per kernel and "
+                         "thread count (used by pd-tune)")
     args = ap.parse_args()
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        if args.torch_only:
+            print(json.dumps({"error": "PyTorch is not importable by %s: %s"
+                              % (sys.executable, e)}))
+            return
+        raise
 
     sys.path.insert(0, os.path.join(ROOT, "kernels"))
     import suite
 
     names = args.kernels.split(",") if args.kernels else suite.names()
     threads = [int(t) for t in args.threads.split(",")]
+    if args.torch_only:
+        for name in names:
+            path = os.path.join(ROOT, "kernels", name + ".pd")
+            for t in threads:
+                torch.set_num_threads(t)
+                eager, out = torch_cases(name, shapes(path), torch)
+                te = time_torch(eager, args.reps)
+                to = time_torch(out, args.reps) if out else None
+                print(json.dumps({"kernel": name, "threads": t,
+                                  "eager_ms": te, "out_ms": to,
+                                  "best_ms": min(x for x in (te, to) if x),
+                                  "torch": torch.__version__}))
+        return
     print("| kernel | threads | naive ms | PerfDojo ms | PyTorch ms | "
           "PyTorch out= ms | ratio | PerfDojo % of roofline |")
     print("|---|---|---|---|---|---|---|---|")

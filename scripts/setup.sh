@@ -14,6 +14,7 @@ packages=(
   clang-22 lld-22 libomp-22-dev                           # compiler, linker
   cmake ninja-build                                        # build
   libgtest-dev libbenchmark-dev                            # tests, benchmarks
+  libsqlite3-dev                                           # tuning database
   python3 python3-numpy                                    # reference checks
 )
 missing=()

@@ -8,7 +8,7 @@
 // RESULT: out y i64 [5]: sum=0 abs_sum=6 min=-2 max=2 nan=0
 // PASS: remark: interpreted 'iota': 5 operations; y: sum=0 min=-2 max=2
 // NOPE: pd-run: no kernel named 'nope'
-// FORMAT: pd-run: unknown --input-format 'xml'; expected 'pd' or 'mlir'
+// FORMAT: pd-run: unknown input format 'xml'; expected 'pd' or 'mlir'
 
 perfdojo.kernel @iota {
   perfdojo.buffer out y i64 [5] heap

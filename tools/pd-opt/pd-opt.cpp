@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Search/SearchPass.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -50,9 +51,10 @@ static int runOpt(int argc, char **argv, DialectRegistry &registry) {
   return 0;
 }
 
-/// `--pd-apply=<moves>` is shorthand for `--pd-apply="moves=<moves>"` and
-/// `--pd-undo=<k>` for `--pd-undo="move=<k>"`, the pass option forms that
-/// pass pipelines and mlir-opt plugins use.
+/// `--pd-apply=<moves>` is shorthand for `--pd-apply="moves=<moves>"`,
+/// `--pd-undo=<k>` for `--pd-undo="move=<k>"` and `--pd-search=<strategy>`
+/// for `--pd-search="strategy=<strategy>"`, the pass option forms that pass
+/// pipelines and mlir-opt plugins use.
 static void expandApplyShorthand(std::vector<char *> &args,
                                  std::vector<std::string> &storage) {
   storage.reserve(args.size());
@@ -68,6 +70,11 @@ static void expandApplyShorthand(std::vector<char *> &args,
       if (text.starts_with("move=") || text.starts_with("kernel="))
         continue;
       storage.push_back("--pd-undo=move=" + text.str());
+    } else if (text.consume_front("--pd-search=") ||
+               text.consume_front("-pd-search=")) {
+      if (text.contains('='))
+        continue;
+      storage.push_back("--pd-search=strategy=" + text.str());
     } else {
       continue;
     }
@@ -82,6 +89,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> expanded;
   expandApplyShorthand(args, expanded);
   registerAllPerfDojoPasses();
+  perfdojo::registerSearchPass();
   DialectRegistry registry;
   registerAllPerfDojo(registry);
   return perfdojo::runWithLargeStack(

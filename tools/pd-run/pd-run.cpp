@@ -119,30 +119,16 @@ static std::string shapeString(const BufferData &b) {
 
 static int runTool(int argc, char **argv);
 
-/// Parses the main buffer of `sourceMgr` as `format` ("pd" or "mlir"; by
-/// default chosen from the extension of `path`). MLIR input nested too
-/// deeply for the parser is refused first. Null (with a message) on error.
-static OwningOpRef<ModuleOp> parseKernelFile(llvm::SourceMgr &sourceMgr,
-                                             StringRef path, StringRef format,
-                                             MLIRContext *context) {
-  std::string chosen = format.str();
-  if (chosen.empty())
-    chosen = path.ends_with(".mlir") ? "mlir" : "pd";
-  if (chosen == "pd")
-    return importTextForm(sourceMgr, context);
-  if (chosen != "mlir") {
-    llvm::errs() << "pd-run: unknown --input-format '" << chosen
-                 << "'; expected 'pd' or 'mlir'\n";
-    return nullptr;
-  }
-  const llvm::MemoryBuffer *buffer =
-      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-  if (std::optional<std::string> tooDeep = checkInputNesting(
-          buffer->getBuffer(), buffer->getBufferIdentifier())) {
-    llvm::errs() << *tooDeep << "\n";
-    return nullptr;
-  }
-  return parseSourceFile<ModuleOp>(sourceMgr, context);
+/// parseKernelFile, with its errors printed.
+static OwningOpRef<ModuleOp> loadKernelFile(llvm::SourceMgr &sourceMgr,
+                                            StringRef path, StringRef format,
+                                            MLIRContext *context) {
+  std::string error;
+  OwningOpRef<ModuleOp> module =
+      parseKernelFile(sourceMgr, path, format, context, error);
+  if (!error.empty())
+    llvm::errs() << "pd-run: " << error << "\n";
+  return module;
 }
 
 /// Compiles, runs and times `kernel`; checks it against `reference` when
@@ -170,7 +156,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
     sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
     SourceMgrDiagnosticHandler handler(sourceMgr, kernel.getContext());
     OwningOpRef<ModuleOp> other =
-        parseKernelFile(sourceMgr, checkAgainst, "", kernel.getContext());
+        loadKernelFile(sourceMgr, checkAgainst, "", kernel.getContext());
     if (!other)
       return 1;
     auto kernels = other->getOps<KernelOp>();
@@ -304,7 +290,7 @@ static int runTool(int argc, char **argv) {
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
 
   OwningOpRef<ModuleOp> module =
-      parseKernelFile(sourceMgr, inputFilename, inputFormat, &context);
+      loadKernelFile(sourceMgr, inputFilename, inputFormat, &context);
   if (!module)
     return 1;
 

@@ -39,6 +39,16 @@ LogicalResult exportTextForm(KernelOp kernel, raw_ostream &os);
 /// separated by blank lines. Fails if `op` holds no kernel.
 LogicalResult exportTextForm(Operation *op, raw_ostream &os);
 
+/// Parses the main buffer of `sourceMgr` as `format` ("pd" or "mlir"; when
+/// empty, chosen from the extension of `path`). MLIR input nested too deeply
+/// for the parser is refused first. Parse errors go to the context's
+/// diagnostic handler; other errors (an unknown format, too deep a nest) to
+/// `error`. Null on any error.
+OwningOpRef<ModuleOp> parseKernelFile(llvm::SourceMgr &sourceMgr,
+                                      StringRef path, StringRef format,
+                                      MLIRContext *context,
+                                      std::string &error);
+
 /// Registers `--import-pd` and `--export-pd` with mlir-translate's registry.
 void registerTextFormTranslations();
 

@@ -1,0 +1,115 @@
+//===- Environment.h - The optimization game as an API -----------*- C++ -*-===//
+//
+// The state of the game is a kernel reached from a starting kernel by a
+// sequence of legal moves. The environment lists the legal moves, applies
+// one (step), takes the last back (undo), names the state by a hash of its
+// canonical text (equal programs reached by different paths are one state)
+// and measures it: compiled for this CPU, checked against the starting
+// kernel compiled at full size, timed. Measurements are cached by that
+// hash, in memory and, when given, in a tuning database. Every search
+// strategy, and later the RL agent and Python, play through this class.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_SEARCH_ENVIRONMENT_H
+#define PERFDOJO_SEARCH_ENVIRONMENT_H
+
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/TuningDatabase.h"
+#include "PerfDojo/Transforms/Move.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir {
+namespace perfdojo {
+
+/// The outcome of measuring one state.
+struct Measurement {
+  EvaluationStatus status = EvaluationStatus::Ok;
+  std::string reason;
+  /// Median seconds per run (status Ok).
+  double seconds = 0;
+  double compileSeconds = 0;
+  double maxError = 0;
+  /// Whether it came from the cache or the database rather than a run.
+  bool reused = false;
+
+  bool ok() const { return status == EvaluationStatus::Ok; }
+};
+
+struct EnvironmentOptions {
+  /// Threads, repetitions, time limit, seed of the measurements.
+  EvaluationOptions evaluation;
+  /// Largest difference from the reference outputs, relative to each
+  /// output's largest magnitude (see compareWithReference).
+  double tolerance = 2e-3;
+  /// Where measurements are also recorded and looked up; may be null.
+  TuningDatabase *database = nullptr;
+};
+
+class Environment {
+public:
+  /// Starts from a copy of `start`, which is not modified.
+  Environment(KernelOp start, EnvironmentOptions options);
+  ~Environment();
+
+  /// Back to the starting kernel.
+  void reset();
+  /// The current state's kernel (valid until the next step, undo or reset).
+  KernelOp getKernel();
+  /// The moves from the starting kernel to the current state.
+  ArrayRef<std::string> getMoves() const { return moves; }
+  /// Every legal move of the current state.
+  SmallVector<MoveInstance> getLegalMoves();
+
+  /// Applies `move`; on refusal the state is unchanged and `reason` says
+  /// why.
+  LogicalResult step(const MoveInstance &move, std::string &reason);
+  /// The same from the text `name@location[:params]`.
+  LogicalResult step(StringRef move, std::string &reason);
+  /// Takes the last move back; fails at the starting kernel.
+  LogicalResult undo();
+  /// Resets, then applies `sequence`; stops at the first move refused,
+  /// naming it in `reason`, leaving the state after the moves that applied.
+  LogicalResult replay(ArrayRef<std::string> sequence, std::string &reason);
+
+  /// The current state in canonical text form.
+  std::string getText();
+  /// A hash of getText(), as 16 hex digits.
+  std::string getHash();
+
+  /// Measures the current state, or returns its earlier measurement. A
+  /// state whose outputs differ from the starting kernel's beyond the
+  /// tolerance is WrongAnswer: its time does not count.
+  Measurement measure();
+  /// Measures the starting kernel (once).
+  Measurement measureStart();
+  /// Measurements actually run (not reused) so far.
+  unsigned getEvaluationCount() const { return evaluations; }
+  const EnvironmentOptions &getOptions() const { return options; }
+
+private:
+  Measurement evaluateCurrent(bool asReference);
+  /// Caches (and records in the database) the measurement of the state
+  /// whose text is `text`, reached by the current moves.
+  void remember(StringRef text, const Measurement &m);
+
+  MLIRContext *ctx;
+  EnvironmentOptions options;
+  OwningOpRef<ModuleOp> start;
+  /// states.back() is the current state; states.front() a copy of start.
+  SmallVector<OwningOpRef<ModuleOp>> states;
+  SmallVector<std::string> moves;
+  llvm::DenseMap<uint64_t, Measurement> cache;
+  /// The starting kernel's outputs and measurement, once measured.
+  std::optional<EvaluationResult> reference;
+  Measurement startMeasurement;
+  unsigned evaluations = 0;
+};
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_SEARCH_ENVIRONMENT_H

@@ -1,0 +1,94 @@
+//===- Search.h - Heuristic passes and search strategies ----------*- C++ -*-===//
+//
+// The paper's section 4: target heuristics (naive, greedy, expert) that
+// apply moves by rule, and searches (global random sampling, simulated
+// annealing) that measure what they find, over either graph: the edge
+// graph (a neighbour is one legal move away) or the sequence-refinement
+// graph (a neighbour is the move sequence edited at one point and
+// replayed). Hardware knowledge (the vector width, the thread count) lives
+// here, not in the moves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_SEARCH_SEARCH_H
+#define PERFDOJO_SEARCH_SEARCH_H
+
+#include "PerfDojo/Search/Environment.h"
+#include <functional>
+
+namespace mlir {
+namespace perfdojo {
+
+enum class Strategy { Naive, Greedy, Expert, Random, Anneal };
+std::optional<Strategy> parseStrategy(StringRef name);
+StringRef stringifyStrategy(Strategy strategy);
+
+enum class SearchGraph { Edges, Sequences };
+
+/// What the heuristics know about the target.
+struct TargetInfo {
+  /// Lanes of a vector of 32-bit elements (AVX-512: 16).
+  int64_t vectorWidth = 16;
+  /// Threads the parallel scopes run on.
+  unsigned threads = 1;
+};
+
+/// Where a search stands, after each measured candidate.
+struct SearchProgress {
+  unsigned evaluations = 0;
+  unsigned budget = 0;
+  double elapsedSeconds = 0;
+  /// Best time so far and the starting kernel's (0 when not measured).
+  double bestSeconds = 0;
+  double startSeconds = 0;
+  /// The last candidate's status ("ok", "wrong-answer", ...).
+  std::string lastStatus;
+};
+
+struct SearchOptions {
+  Strategy strategy = Strategy::Anneal;
+  SearchGraph graph = SearchGraph::Edges;
+  TargetInfo target;
+  /// Candidates measured (a candidate found in the tuning database
+  /// counts, so that a resumed run retraces the killed one and goes on).
+  unsigned budget = 100;
+  /// Wall-clock limit in seconds; 0 for none.
+  double timeBudget = 0;
+  uint64_t seed = 1;
+  /// The heuristic whose result random and anneal start from.
+  Strategy startFrom = Strategy::Expert;
+  /// Annealing temperatures, in units of log(time): accepting a candidate
+  /// 10% slower has probability exp(-0.095 / T).
+  double initialTemperature = 0.05;
+  double finalTemperature = 0.002;
+  std::function<void(const SearchProgress &)> onProgress;
+};
+
+struct SearchResult {
+  /// Moves from the starting kernel to the best program found.
+  std::vector<std::string> bestMoves;
+  Measurement best;
+  /// The starting kernel's measurement.
+  Measurement start;
+  /// Best seconds so far after each measured candidate.
+  std::vector<double> trace;
+  unsigned evaluations = 0;
+  /// Candidates that failed their check, crashed, timed out or did not
+  /// compile (recorded, not fatal).
+  unsigned failures = 0;
+  /// Set when the search could not run at all (the starting kernel fails).
+  std::string error;
+};
+
+/// Applies heuristic `level` (Naive, Greedy or Expert) to the current state
+/// of `env`, move by move.
+void applyHeuristic(Environment &env, Strategy level,
+                    const TargetInfo &target);
+
+/// Runs `options.strategy` from the starting kernel of `env`.
+SearchResult runSearch(Environment &env, const SearchOptions &options);
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_SEARCH_SEARCH_H

@@ -1,0 +1,467 @@
+//===- Search.cpp - Heuristic passes and search strategies ----------------===//
+
+#include "PerfDojo/Search/Search.h"
+#include "llvm/ADT/StringSwitch.h"
+#include <chrono>
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+std::optional<Strategy> mlir::perfdojo::parseStrategy(StringRef name) {
+  return llvm::StringSwitch<std::optional<Strategy>>(name)
+      .Case("naive", Strategy::Naive)
+      .Case("greedy", Strategy::Greedy)
+      .Case("expert", Strategy::Expert)
+      .Case("random", Strategy::Random)
+      .Case("anneal", Strategy::Anneal)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::perfdojo::stringifyStrategy(Strategy strategy) {
+  switch (strategy) {
+  case Strategy::Naive:
+    return "naive";
+  case Strategy::Greedy:
+    return "greedy";
+  case Strategy::Expert:
+    return "expert";
+  case Strategy::Random:
+    return "random";
+  case Strategy::Anneal:
+    return "anneal";
+  }
+  llvm_unreachable("unknown strategy");
+}
+
+//===----------------------------------------------------------------------===//
+// Heuristics
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Applies moves of one kind by rule until no rule fires, with a bound on
+/// the steps in case two rules undo each other.
+class HeuristicRunner {
+public:
+  HeuristicRunner(Environment &env, const TargetInfo &target)
+      : env(env), target(target) {}
+
+  /// The legal instances of move `name` in the current state.
+  SmallVector<MoveInstance> legal(StringRef name) {
+    const Move *move = MoveRegistry::get().lookup(name);
+    if (!move)
+      return {};
+    return enumerateMoves(env.getKernel(), *move);
+  }
+
+  /// The scope a scope move's instance designates.
+  ScopeOp scopeOf(const MoveInstance &move) {
+    std::string error;
+    FailureOr<ResolvedLocation> loc =
+        resolveLocation(env.getKernel(), LocationKind::Scope, move.location,
+                        error);
+    return succeeded(loc) ? loc->scope : ScopeOp();
+  }
+
+  bool apply(const MoveInstance &move) {
+    if (steps >= kMaxSteps)
+      return false;
+    std::string reason;
+    if (failed(env.step(move, reason)))
+      return false;
+    ++steps;
+    return true;
+  }
+
+  /// Applies the first legal instance of `name` accepted by `accept` until
+  /// there is none; returns how many were applied.
+  unsigned exhaust(StringRef name,
+                   function_ref<bool(const MoveInstance &)> accept) {
+    unsigned applied = 0;
+    while (steps < kMaxSteps) {
+      bool progress = false;
+      for (const MoveInstance &move : legal(name))
+        if (accept(move) && apply(move)) {
+          progress = true;
+          ++applied;
+          break;
+        }
+      if (!progress)
+        break;
+    }
+    return applied;
+  }
+  unsigned exhaust(StringRef name) {
+    return exhaust(name, [](const MoveInstance &) { return true; });
+  }
+
+  /// Fuse scopes and share buffers until neither applies.
+  void naive() {
+    while (exhaust("join_scopes") + exhaust("reuse_buffer"))
+      ;
+  }
+
+  static bool onlyOperations(ScopeOp scope) {
+    return llvm::all_of(scope.getBodyBlock(),
+                        [](Operation &op) { return isa<ComputeOp>(op); });
+  }
+
+  /// Innermost scopes of a multiple of the vector width become a loop of
+  /// vector scopes, one operation each.
+  void vectorize() {
+    int64_t width = target.vectorWidth;
+    // Tile each innermost sequential scope larger than the width.
+    exhaust("tile_scope", [&](const MoveInstance &move) {
+      if (move.location.params.empty() ||
+          move.location.params[0] != std::to_string(width))
+        return false;
+      ScopeOp scope = scopeOf(move);
+      return scope && scope.getMapping() == Mapping::seq &&
+             int64_t(scope.getSize()) > width && onlyOperations(scope);
+    });
+    // One operation per scope of the width, then vectorize those.
+    exhaust("split_scope", [&](const MoveInstance &move) {
+      ScopeOp scope = scopeOf(move);
+      return scope && int64_t(scope.getSize()) == width &&
+             scope.getMapping() == Mapping::seq && onlyOperations(scope);
+    });
+    exhaust("vectorize");
+  }
+
+  /// The first top-level scope that may run in parallel, when no top-level
+  /// scope does yet.
+  void parallelize() {
+    for (Operation &op : env.getKernel().getBodyBlock())
+      if (auto scope = dyn_cast<ScopeOp>(op);
+          scope && scope.getMapping() == Mapping::parallel)
+        return;
+    for (const MoveInstance &move : legal("parallelize")) {
+      ScopeOp scope = scopeOf(move);
+      if (scope && scope.getDepth() == 0 &&
+          scope.getSize() >= target.threads && apply(move))
+        return;
+    }
+  }
+
+  /// When no top-level scope may run in parallel as it is (its iterations
+  /// share temporaries), splits the first one into one block per thread
+  /// and gives each block its own copy of every temporary (add_dim, then
+  /// materialize_dims), then parallelizes the blocks. Takes every step
+  /// back if the blocks still cannot run in parallel.
+  void parallelizeBlocks() {
+    parallelize();
+    if (target.threads < 2 || steps >= kMaxSteps)
+      return;
+    for (Operation &op : env.getKernel().getBodyBlock())
+      if (auto scope = dyn_cast<ScopeOp>(op);
+          scope && scope.getMapping() == Mapping::parallel)
+        return;
+    size_t before = env.getMoves().size();
+    auto rollBack = [&] {
+      while (env.getMoves().size() > before)
+        (void)env.undo();
+    };
+    std::string block;
+    for (const MoveInstance &move : legal("tile_scope")) {
+      ScopeOp scope = scopeOf(move);
+      if (!scope || scope.getDepth() != 0 || move.location.params.empty() ||
+          scope.getSize() % target.threads ||
+          move.location.params[0] !=
+              std::to_string(scope.getSize() / target.threads))
+        continue;
+      if (apply(move)) {
+        block = move.location.str(LocationKind::Scope);
+        break;
+      }
+    }
+    if (block.empty())
+      return;
+    SmallVector<std::string> temporaries;
+    for (BufferOp buffer : env.getKernel().getBuffers())
+      if (buffer.isTemporary())
+        temporaries.push_back(buffer.getSymName().str());
+    std::string reason;
+    for (const std::string &name : temporaries) {
+      if (failed(env.step("add_dim@" + name + ":0:0", reason)))
+        continue;
+      if (failed(env.step("materialize_dims@" + name + ":0", reason)))
+        (void)env.undo();
+    }
+    if (failed(env.step("parallelize@" + block, reason)))
+      rollBack();
+  }
+
+  /// Temporaries keep only the elements that are live at once.
+  void shrinkTemporaries() { exhaust("reuse_dims"); }
+
+  /// Each reduction into an element its innermost loop does not index
+  /// gets a loop of its own, where the lowering keeps partial results in
+  /// vector registers.
+  void isolateReductions() {
+    exhaust("split_scope", [&](const MoveInstance &move) {
+      ScopeOp scope = scopeOf(move);
+      if (!scope || scope.getMapping() != Mapping::seq)
+        return false;
+      // Only loops whose children are vector scopes, at least one of them
+      // a reduction.
+      bool reduction = false;
+      for (Operation &op : scope.getBodyBlock()) {
+        auto inner = dyn_cast<ScopeOp>(op);
+        if (!inner || inner.getMapping() != Mapping::vector)
+          return false;
+        inner.walk([&](ComputeOp compute) {
+          reduction |= compute.getReduction() != Reduction::none;
+        });
+      }
+      return reduction && !llvm::hasSingleElement(scope.getBodyBlock());
+    });
+  }
+
+  Environment &env;
+  const TargetInfo &target;
+  static constexpr unsigned kMaxSteps = 400;
+  unsigned steps = 0;
+};
+} // namespace
+
+void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
+                                    const TargetInfo &target) {
+  HeuristicRunner runner(env, target);
+  switch (level) {
+  case Strategy::Naive:
+    runner.naive();
+    return;
+  case Strategy::Greedy:
+    runner.naive();
+    runner.vectorize();
+    runner.parallelize();
+    return;
+  case Strategy::Expert:
+    runner.naive();
+    runner.shrinkTemporaries();
+    runner.vectorize();
+    runner.isolateReductions();
+    runner.parallelizeBlocks();
+    return;
+  case Strategy::Random:
+  case Strategy::Anneal:
+    return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Searches
+//===----------------------------------------------------------------------===//
+
+namespace {
+class Searcher {
+public:
+  Searcher(Environment &env, const SearchOptions &options)
+      : env(env), options(options), rng(options.seed),
+        begin(std::chrono::steady_clock::now()) {}
+
+  SearchResult run();
+
+private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         begin)
+        .count();
+  }
+  bool exhausted() const {
+    return result.evaluations >= options.budget ||
+           (options.timeBudget > 0 && elapsed() >= options.timeBudget) ||
+           proposals >= 50 * std::max(options.budget, 1u);
+  }
+  /// Measures the current state of env as one candidate; updates the best.
+  Measurement measure();
+  /// A random legal move of the current state that the CPU can run: a move
+  /// name uniformly, then one of its instances (a few moves, such as
+  /// tile_scope with every divisor, have many more instances than others).
+  std::optional<MoveInstance> randomMove();
+  /// env's state as a sequence edited at one random point, replayed (moves
+  /// that no longer apply after the edit are dropped).
+  bool mutateSequence(std::vector<std::string> sequence);
+  /// One neighbour of `from` in the chosen graph, left in env.
+  bool neighbour(const std::vector<std::string> &from);
+
+  void anneal();
+  void sample();
+
+  Environment &env;
+  const SearchOptions &options;
+  std::mt19937_64 rng;
+  std::chrono::steady_clock::time_point begin;
+  SearchResult result;
+  unsigned proposals = 0;
+};
+} // namespace
+
+static bool runsOnCPU(const MoveInstance &move) {
+  StringRef name = move.move->getName();
+  if (name.starts_with("gpu_"))
+    return false;
+  return llvm::none_of(move.location.params,
+                       [](const std::string &p) { return p == "shared"; });
+}
+
+std::optional<MoveInstance> Searcher::randomMove() {
+  SmallVector<MoveInstance> moves = env.getLegalMoves();
+  llvm::erase_if(moves, [](const MoveInstance &m) { return !runsOnCPU(m); });
+  if (moves.empty())
+    return std::nullopt;
+  SmallVector<StringRef> names;
+  for (const MoveInstance &m : moves)
+    if (!llvm::is_contained(names, m.move->getName()))
+      names.push_back(m.move->getName());
+  StringRef name = names[rng() % names.size()];
+  SmallVector<const MoveInstance *> instances;
+  for (const MoveInstance &m : moves)
+    if (m.move->getName() == name)
+      instances.push_back(&m);
+  return *instances[rng() % instances.size()];
+}
+
+Measurement Searcher::measure() {
+  Measurement m = env.measure();
+  ++result.evaluations;
+  if (!m.ok()) {
+    ++result.failures;
+  } else if (!result.best.ok() || result.best.seconds == 0 ||
+             m.seconds < result.best.seconds) {
+    result.best = m;
+    result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
+  }
+  result.trace.push_back(result.best.ok() ? result.best.seconds : 0);
+  if (options.onProgress) {
+    SearchProgress progress;
+    progress.evaluations = result.evaluations;
+    progress.budget = options.budget;
+    progress.elapsedSeconds = elapsed();
+    progress.bestSeconds = result.best.ok() ? result.best.seconds : 0;
+    progress.startSeconds = result.start.seconds;
+    progress.lastStatus = stringifyEvaluationStatus(m.status).str();
+    options.onProgress(progress);
+  }
+  return m;
+}
+
+bool Searcher::mutateSequence(std::vector<std::string> sequence) {
+  // Insert, delete or replace at a random point.
+  size_t point = sequence.empty() ? 0 : rng() % (sequence.size() + 1);
+  unsigned kind = sequence.empty() ? 0 : rng() % 3;
+  std::string reason;
+  env.reset();
+  for (size_t i = 0; i < point && i < sequence.size(); ++i)
+    if (failed(env.step(sequence[i], reason)))
+      return false;
+  size_t rest = point;
+  if (kind == 1 || kind == 2) { // delete, or replace: drop the move there
+    if (point >= sequence.size())
+      return false;
+    ++rest;
+  }
+  if (kind == 0 || kind == 2) { // insert, or replace: a new move here
+    std::optional<MoveInstance> move = randomMove();
+    if (!move || failed(env.step(*move, reason)))
+      return false;
+  }
+  for (size_t i = rest; i < sequence.size(); ++i)
+    (void)env.step(sequence[i], reason); // dropped if it no longer applies
+  return true;
+}
+
+bool Searcher::neighbour(const std::vector<std::string> &from) {
+  if (options.graph == SearchGraph::Sequences)
+    return mutateSequence(from);
+  std::string reason;
+  if (failed(env.replay(from, reason)))
+    return false;
+  std::optional<MoveInstance> move = randomMove();
+  return move && succeeded(env.step(*move, reason));
+}
+
+void Searcher::anneal() {
+  std::vector<std::string> current = result.bestMoves;
+  double currentCost = std::log(result.best.seconds);
+  std::uniform_real_distribution<double> unit(0, 1);
+  unsigned budget = std::max(options.budget, 1u);
+  while (!exhausted()) {
+    ++proposals;
+    if (!neighbour(current))
+      continue;
+    Measurement m = measure();
+    if (!m.ok())
+      continue;
+    double progress = std::min(1.0, double(result.evaluations) / budget);
+    if (options.timeBudget > 0)
+      progress = std::max(progress, elapsed() / options.timeBudget);
+    double temperature =
+        options.initialTemperature *
+        std::pow(options.finalTemperature / options.initialTemperature,
+                 progress);
+    double cost = std::log(m.seconds);
+    if (cost <= currentCost ||
+        unit(rng) < std::exp(-(cost - currentCost) / temperature)) {
+      current.assign(env.getMoves().begin(), env.getMoves().end());
+      currentCost = cost;
+    }
+  }
+}
+
+void Searcher::sample() {
+  // Every program met so far that ran correctly, with its time.
+  std::vector<std::pair<std::vector<std::string>, double>> met = {
+      {result.bestMoves, result.best.seconds}};
+  while (!exhausted()) {
+    ++proposals;
+    // A parent drawn with weight (best / its time)^4: faster programs are
+    // expanded more often, every program sometimes.
+    std::vector<double> weights;
+    for (auto &[moves, seconds] : met)
+      weights.push_back(std::pow(result.best.seconds / seconds, 4));
+    std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+    const std::vector<std::string> &parent = met[pick(rng)].first;
+    if (!neighbour(parent))
+      continue;
+    Measurement m = measure();
+    if (m.ok() && !m.reused)
+      met.push_back({std::vector<std::string>(env.getMoves().begin(),
+                                              env.getMoves().end()),
+                     m.seconds});
+  }
+}
+
+SearchResult Searcher::run() {
+  env.reset();
+  result.start = env.measureStart();
+  if (!result.start.ok()) {
+    result.error = "the starting kernel fails (" +
+                   stringifyEvaluationStatus(result.start.status).str() +
+                   "): " + result.start.reason;
+    return result;
+  }
+  bool heuristic = options.strategy == Strategy::Naive ||
+                   options.strategy == Strategy::Greedy ||
+                   options.strategy == Strategy::Expert;
+  // The starting kernel is the first candidate, the heuristic's program
+  // the second.
+  measure();
+  applyHeuristic(env, heuristic ? options.strategy : options.startFrom,
+                 options.target);
+  if (!env.getMoves().empty())
+    measure();
+  if (heuristic)
+    return result;
+  if (options.strategy == Strategy::Anneal)
+    anneal();
+  else
+    sample();
+  return result;
+}
+
+SearchResult mlir::perfdojo::runSearch(Environment &env,
+                                       const SearchOptions &options) {
+  return Searcher(env, options).run();
+}

@@ -1,0 +1,149 @@
+//===- SearchPass.cpp - pd-search: tuning as a pass -----------------------===//
+//
+// `pd-opt --pd-search=anneal` (or `--pd-search="strategy=anneal budget=200"`)
+// runs a strategy of pd-tune on every kernel of the module and leaves the
+// best program found in its place, the moves recorded in its history (so
+// `--pd-undo` and replays work as after `--pd-apply`), with a remark
+// summarizing the search.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Conversion/TextForm.h"
+#include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Search/SearchPass.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/Format.h"
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+namespace {
+struct SearchPass : public PassWrapper<SearchPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SearchPass)
+  SearchPass() = default;
+  SearchPass(const SearchPass &other) : PassWrapper(other) {}
+
+  StringRef getArgument() const override { return "pd-search"; }
+  StringRef getDescription() const override {
+    return "Search for the fastest program computing each kernel (as "
+           "pd-tune) and put it in the kernel's place";
+  }
+
+  Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("naive, greedy, expert, random or anneal"),
+      llvm::cl::init("anneal")};
+  Option<std::string> graph{*this, "graph",
+                            llvm::cl::desc("edges or sequences"),
+                            llvm::cl::init("edges")};
+  Option<std::string> startFrom{
+      *this, "start-from",
+      llvm::cl::desc("heuristic random and anneal start from"),
+      llvm::cl::init("expert")};
+  Option<unsigned> budget{*this, "budget",
+                          llvm::cl::desc("candidates to evaluate"),
+                          llvm::cl::init(100)};
+  Option<double> timeBudget{*this, "time-budget",
+                            llvm::cl::desc("seconds (0: no limit)"),
+                            llvm::cl::init(0)};
+  Option<unsigned> threads{
+      *this, "threads", llvm::cl::desc("threads of parallel scopes"),
+      llvm::cl::init(std::max(1u, std::thread::hardware_concurrency()))};
+  Option<unsigned> repetitions{*this, "repetitions",
+                               llvm::cl::desc("timed runs per candidate"),
+                               llvm::cl::init(3)};
+  Option<double> tolerance{
+      *this, "tolerance",
+      llvm::cl::desc("accepted difference from the kernel's outputs"),
+      llvm::cl::init(2e-3)};
+  Option<uint64_t> seed{*this, "seed", llvm::cl::desc("seed of the search"),
+                        llvm::cl::init(1)};
+  Option<std::string> db{*this, "db",
+                         llvm::cl::desc("tuning database (none if empty)"),
+                         llvm::cl::init("")};
+
+  void runOnOperation() override {
+    std::optional<Strategy> chosen = parseStrategy(strategy);
+    std::optional<Strategy> start = parseStrategy(startFrom);
+    if (!chosen || !start || *start == Strategy::Random ||
+        *start == Strategy::Anneal ||
+        (graph != "edges" && graph != "sequences")) {
+      getOperation().emitError()
+          << "pd-search: unknown strategy '" << strategy << "', graph '"
+          << graph << "' or start-from '" << startFrom << "'";
+      return signalPassFailure();
+    }
+    std::unique_ptr<TuningDatabase> database;
+    if (!db.empty()) {
+      std::string error;
+      database = TuningDatabase::open(db, error);
+      if (!database) {
+        getOperation().emitError() << "pd-search: " << error;
+        return signalPassFailure();
+      }
+    }
+    registerAllMoves();
+    SmallVector<KernelOp> kernels(getOperation().getOps<KernelOp>());
+    for (KernelOp kernel : kernels)
+      if (failed(tune(kernel, *chosen, *start, database.get())))
+        return signalPassFailure();
+  }
+
+  LogicalResult tune(KernelOp kernel, Strategy chosen, Strategy start,
+                     TuningDatabase *database) {
+    if (database) {
+      std::string text, error;
+      llvm::raw_string_ostream os(text);
+      if (failed(exportTextForm(kernel, os)))
+        return failure();
+      if (failed(database->setKey(
+              {text, getHostTarget(threads), getToolchain()}, error)))
+        return kernel.emitError() << "pd-search: " << error;
+    }
+    EnvironmentOptions envOptions;
+    envOptions.evaluation.threads = threads;
+    envOptions.evaluation.repetitions = repetitions;
+    envOptions.tolerance = tolerance;
+    envOptions.database = database;
+    Environment env(kernel, envOptions);
+    SearchOptions options;
+    options.strategy = chosen;
+    options.graph = graph == "sequences" ? SearchGraph::Sequences
+                                         : SearchGraph::Edges;
+    options.startFrom = start;
+    options.target.threads = threads;
+    options.budget = budget;
+    options.timeBudget = timeBudget;
+    options.seed = seed;
+    SearchResult result = runSearch(env, options);
+    if (!result.error.empty())
+      return kernel.emitError() << "pd-search: " << result.error;
+    IRRewriter rewriter(kernel.getContext());
+    for (const std::string &text : result.bestMoves) {
+      std::string reason;
+      FailureOr<MoveInstance> move = parseMove(text, reason);
+      if (failed(move) ||
+          failed(applyMove(rewriter, kernel, *move, reason)))
+        return kernel.emitError()
+               << "pd-search: the best sequence does not replay at '" << text
+               << "': " << reason;
+    }
+    std::string summary;
+    llvm::raw_string_ostream os(summary);
+    os << "pd-search " << strategy << ": " << result.evaluations
+       << " evaluations, "
+       << llvm::format("%.4g", result.start.seconds * 1e3) << " ms -> "
+       << llvm::format("%.4g", result.best.seconds * 1e3) << " ms ("
+       << result.bestMoves.size() << " moves)";
+    kernel.emitRemark() << summary;
+    return success();
+  }
+};
+} // namespace
+
+void mlir::perfdojo::registerSearchPass() {
+  PassRegistration<SearchPass>();
+}

@@ -1,0 +1,444 @@
+//===- pd-tune.cpp - Tune one PerfDojo kernel -----------------------------===//
+//
+//   pd-tune kernels/softmax.pd --strategy=anneal --budget=1000
+//
+// Searches for a faster program computing the same thing as the kernel:
+// a heuristic (naive, greedy, expert) or a search (random sampling,
+// simulated annealing) over the legal moves, every candidate compiled for
+// this CPU, checked against the kernel itself and timed. Shows progress,
+// then prints the best program, the moves that reach it (replayable with
+// `pd-opt --pd-apply=moves-file=FILE`), its speedup over the kernel and
+// over PyTorch where PyTorch is importable, and writes a convergence plot.
+// Every evaluated variant goes to a tuning database, so a second run (or
+// one after a kill) reuses the measurements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvergencePlot.h"
+#include "PerfDojo/Conversion/TextForm.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Search/Machine.h"
+#include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Support/ToolMain.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include <thread>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory tuneCategory("pd-tune options");
+static cl::opt<std::string> inputFilename(cl::Positional, cl::Required,
+                                          cl::desc("<kernel.pd|kernel.mlir>"),
+                                          cl::cat(tuneCategory));
+static cl::opt<std::string>
+    strategyName("strategy", cl::cat(tuneCategory), cl::init("anneal"),
+                 cl::desc("naive, greedy, expert (heuristics), random "
+                          "(global sampling) or anneal (simulated annealing)"));
+static cl::opt<std::string>
+    graphName("graph", cl::cat(tuneCategory), cl::init("edges"),
+              cl::desc("what random and anneal search over: edges (one "
+                       "move from a program) or sequences (the move "
+                       "sequence edited at one point and replayed)"));
+static cl::opt<std::string>
+    startName("start-from", cl::cat(tuneCategory), cl::init("expert"),
+              cl::desc("heuristic whose program random and anneal start "
+                       "from: naive, greedy or expert"));
+static cl::opt<unsigned> budget("budget", cl::cat(tuneCategory),
+                                cl::init(100),
+                                cl::desc("candidates to evaluate"));
+static cl::opt<double>
+    timeBudget("time-budget", cl::cat(tuneCategory), cl::init(0),
+               cl::desc("stop after this many seconds (0: no limit)"));
+static cl::opt<unsigned> threads(
+    "num-threads", cl::cat(tuneCategory),
+    cl::init(std::max(1u, std::thread::hardware_concurrency())),
+    cl::desc("threads of parallel scopes (default: every core)"));
+static cl::opt<unsigned> repetitions("repetitions", cl::cat(tuneCategory),
+                                     cl::init(3),
+                                     cl::desc("timed runs per candidate"));
+static cl::opt<double>
+    timeLimit("time-limit", cl::cat(tuneCategory), cl::init(30),
+              cl::desc("seconds a candidate may take (compile and runs)"));
+static cl::opt<double> tolerance(
+    "tolerance", cl::cat(tuneCategory), cl::init(2e-3),
+    cl::desc("largest accepted difference from the kernel's own outputs, "
+             "relative to each output's largest magnitude"));
+static cl::opt<uint64_t> seed("seed", cl::cat(tuneCategory), cl::init(1),
+                              cl::desc("seed of the search's choices"));
+static cl::opt<std::string>
+    dbPath("db", cl::cat(tuneCategory),
+           cl::desc("tuning database (default: tuning.db beside the "
+                    "pd-machine cache)"));
+static cl::opt<bool> noDb("no-db", cl::cat(tuneCategory),
+                          cl::desc("keep no tuning database"));
+static cl::opt<std::string>
+    outputFilename("o", cl::cat(tuneCategory),
+                   cl::desc("also write the best program (text form) here"));
+static cl::opt<std::string>
+    movesFilename("moves-output", cl::cat(tuneCategory),
+                  cl::desc("also write the best move sequence here"));
+static cl::opt<std::string>
+    plotFilename("plot", cl::cat(tuneCategory),
+                 cl::desc("convergence plot (SVG; default: "
+                          "<kernel>-<strategy>.svg, '-' for none)"));
+static cl::opt<std::string> torchPython(
+    "torch-python", cl::cat(tuneCategory),
+    cl::desc("Python that imports torch, to time PyTorch on suite kernels "
+             "(default: $PERFDOJO_TORCH_PYTHON, else python3)"));
+static cl::opt<bool> noTorch("no-torch", cl::cat(tuneCategory),
+                             cl::desc("do not time PyTorch"));
+static cl::opt<bool> quiet("quiet", cl::cat(tuneCategory),
+                           cl::desc("no progress bar"));
+
+static std::string formatDuration(double seconds) {
+  unsigned s = unsigned(seconds);
+  char text[32];
+  if (s >= 60)
+    snprintf(text, sizeof(text), "%um%02us", s / 60, s % 60);
+  else
+    snprintf(text, sizeof(text), "%.1fs", seconds);
+  return text;
+}
+
+/// The progress bar: redrawn in place on a terminal, else one line every
+/// tenth of the budget.
+static void showProgress(const SearchProgress &p) {
+  static bool terminal = isatty(STDERR_FILENO);
+  static unsigned lastDecile = 0;
+  unsigned total = std::max(p.budget, 1u);
+  unsigned done = std::min(p.evaluations, total);
+  if (!terminal) {
+    unsigned decile = 10 * done / total;
+    if (decile == lastDecile && done != 1)
+      return;
+    lastDecile = decile;
+  }
+  const unsigned width = 30;
+  unsigned filled = width * done / total;
+  std::string bar(filled, '#');
+  bar.resize(width, '.');
+  llvm::errs() << (terminal ? "\r" : "") << "[" << bar << "] " << done << "/"
+               << total << "  best ";
+  if (p.bestSeconds > 0) {
+    llvm::errs() << llvm::format("%.4g ms", p.bestSeconds * 1e3);
+    if (p.startSeconds > 0)
+      llvm::errs() << llvm::format(" (%.2fx)", p.startSeconds / p.bestSeconds);
+  } else {
+    llvm::errs() << "-";
+  }
+  llvm::errs() << "  " << formatDuration(p.elapsedSeconds) << "  last "
+               << p.lastStatus << (terminal ? "\x1b[K" : "\n");
+}
+
+/// PyTorch's best time (eager or out=) on suite kernel `name`, through
+/// bench/compare_torch.py; std::nullopt with `why` set when unavailable.
+static std::optional<std::pair<double, std::string>>
+timePyTorch(StringRef name, unsigned threads, std::string &why) {
+  std::string script =
+      std::string(PERFDOJO_SOURCE_DIR) + "/bench/compare_torch.py";
+  std::string suiteKernel =
+      std::string(PERFDOJO_SOURCE_DIR) + "/kernels/" + name.str() + ".pd";
+  if (!llvm::sys::fs::exists(suiteKernel)) {
+    why = "not a suite kernel";
+    return std::nullopt;
+  }
+  std::string python = torchPython;
+  if (python.empty())
+    if (const char *env = getenv("PERFDOJO_TORCH_PYTHON"))
+      python = env;
+  if (python.empty())
+    python = "python3";
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(python);
+  if (!program) {
+    why = "no program '" + python + "'";
+    return std::nullopt;
+  }
+  SmallString<128> outPath;
+  if (llvm::sys::fs::createTemporaryFile("pd-tune-torch", "json", outPath)) {
+    why = "cannot create a temporary file";
+    return std::nullopt;
+  }
+  std::string threadArg = "--threads=" + std::to_string(threads);
+  std::string kernelArg = "--kernels=" + name.str();
+  SmallVector<StringRef> args = {*program, script, "--torch-only",
+                                 kernelArg, threadArg};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(outPath),
+                                          StringRef("")};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects,
+                                     /*SecondsToWait=*/600, 0, &error);
+  auto text = llvm::MemoryBuffer::getFile(outPath);
+  llvm::sys::fs::remove(outPath);
+  if (rc != 0 || !text) {
+    why = python + " " + script + " failed" +
+          (error.empty() ? "" : ": " + error);
+    return std::nullopt;
+  }
+  StringRef body = (*text)->getBuffer().trim();
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse(body.rsplit('\n').second.empty() ? body
+                                                         : body.rsplit('\n').second);
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    why = "unreadable output of " + script;
+    return std::nullopt;
+  }
+  const llvm::json::Object *object = json->getAsObject();
+  if (std::optional<StringRef> message = object->getString("error")) {
+    why = message->str();
+    return std::nullopt;
+  }
+  std::optional<double> best = object->getNumber("best_ms");
+  std::optional<StringRef> version = object->getString("torch");
+  if (!best) {
+    why = "unreadable output of " + script;
+    return std::nullopt;
+  }
+  return std::make_pair(*best / 1e3, version ? version->str() : "");
+}
+
+static std::string defaultDatabasePath() {
+  SmallString<256> path(getMachineCachePath());
+  llvm::sys::path::remove_filename(path);
+  llvm::sys::fs::create_directories(path);
+  llvm::sys::path::append(path, "tuning.db");
+  return std::string(path);
+}
+
+static int runTool(int argc, char **argv);
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  return runWithLargeStack([&] { return runTool(argc, argv); });
+}
+
+static int runTool(int argc, char **argv) {
+  cl::HideUnrelatedOptions(tuneCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv, "pd-tune: search for a faster program for a kernel\n");
+
+  std::optional<Strategy> strategy = parseStrategy(strategyName);
+  if (!strategy) {
+    llvm::errs() << "pd-tune: unknown --strategy '" << strategyName
+                 << "'; expected naive, greedy, expert, random or anneal\n";
+    return 1;
+  }
+  std::optional<Strategy> startFrom = parseStrategy(startName);
+  if (!startFrom || *startFrom == Strategy::Random ||
+      *startFrom == Strategy::Anneal) {
+    llvm::errs() << "pd-tune: unknown --start-from '" << startName
+                 << "'; expected naive, greedy or expert\n";
+    return 1;
+  }
+  SearchGraph graph;
+  if (graphName == "edges") {
+    graph = SearchGraph::Edges;
+  } else if (graphName == "sequences") {
+    graph = SearchGraph::Sequences;
+  } else {
+    llvm::errs() << "pd-tune: unknown --graph '" << graphName
+                 << "'; expected edges or sequences\n";
+    return 1;
+  }
+  if (threads == 0) {
+    llvm::errs() << "pd-tune: --num-threads must be at least 1\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  registerAllPerfDojo(registry);
+  MLIRContext context(registry);
+  context.loadDialect<PerfDojoDialect>();
+  context.printOpOnDiagnostic(false);
+  registerAllMoves();
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(inputFilename, &error);
+  if (!file) {
+    llvm::errs() << "pd-tune: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseKernelFile(sourceMgr, inputFilename, "", &context, error);
+  if (!module) {
+    if (!error.empty())
+      llvm::errs() << "pd-tune: " << error << "\n";
+    return 1;
+  }
+  SmallVector<KernelOp> kernels(module->getOps<KernelOp>());
+  if (kernels.size() != 1) {
+    llvm::errs() << "pd-tune: " << inputFilename << " holds "
+                 << kernels.size() << " kernels; pd-tune takes one\n";
+    return 1;
+  }
+  KernelOp kernel = kernels.front();
+  if (std::optional<std::string> why = getCPUIncompatibility(kernel)) {
+    llvm::errs() << "pd-tune: the kernel cannot run on this CPU: " << *why
+                 << "\n";
+    return 1;
+  }
+
+  std::unique_ptr<TuningDatabase> database;
+  if (!noDb) {
+    std::string path = dbPath.empty() ? defaultDatabasePath() : dbPath;
+    database = TuningDatabase::open(path, error);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    if (!database || failed(exportTextForm(kernel, os)) ||
+        failed(database->setKey({text, getHostTarget(threads), getToolchain()},
+                                error))) {
+      llvm::errs() << "pd-tune: tuning database: " << error << "\n";
+      return 1;
+    }
+  }
+
+  EnvironmentOptions envOptions;
+  envOptions.evaluation.threads = threads;
+  envOptions.evaluation.repetitions = repetitions;
+  envOptions.evaluation.timeLimit = timeLimit;
+  envOptions.tolerance = tolerance;
+  envOptions.database = database.get();
+  Environment env(kernel, envOptions);
+
+  SearchOptions options;
+  options.strategy = *strategy;
+  options.graph = graph;
+  options.target.threads = threads;
+  options.budget = budget;
+  options.timeBudget = timeBudget;
+  options.seed = seed;
+  options.startFrom = *startFrom;
+  bool heuristic = *strategy == Strategy::Naive ||
+                   *strategy == Strategy::Greedy ||
+                   *strategy == Strategy::Expert;
+  if (!quiet && !heuristic)
+    options.onProgress = showProgress;
+
+  StringRef name = llvm::sys::path::stem(inputFilename);
+  llvm::errs() << "pd-tune " << name << ": " << strategyName;
+  if (!heuristic)
+    llvm::errs() << ", budget " << budget << " evaluations";
+  llvm::errs() << ", " << threads
+               << (threads == 1 ? " thread" : " threads");
+  if (database)
+    llvm::errs() << ", database " << database->getPath();
+  llvm::errs() << "\n";
+  SearchResult result = runSearch(env, options);
+  if (!quiet && !heuristic && isatty(STDERR_FILENO))
+    llvm::errs() << "\n";
+  if (!result.error.empty()) {
+    llvm::errs() << "pd-tune: " << result.error << "\n";
+    return 1;
+  }
+
+  std::string torchWhy;
+  std::optional<std::pair<double, std::string>> torch;
+  if (!noTorch)
+    torch = timePyTorch(name, threads, torchWhy);
+
+  // The best program, in its own state.
+  std::string reason;
+  if (failed(env.replay(result.bestMoves, reason))) {
+    llvm::errs() << "pd-tune: the best sequence does not replay: " << reason
+                 << "\n";
+    return 1;
+  }
+  llvm::outs() << "kernel " << name << ": " << stringifyStrategy(*strategy)
+               << ", " << result.evaluations << " evaluations ("
+               << result.failures << " failed their check or run, "
+               << env.getEvaluationCount() << " measured now, the rest "
+               << "reused), " << threads
+               << (threads == 1 ? " thread" : " threads") << "\n";
+  double startMs = result.start.seconds * 1e3,
+         bestMs = result.best.seconds * 1e3;
+  llvm::outs() << llvm::format("  starting kernel  %10.4g ms\n", startMs)
+               << llvm::format("  best found       %10.4g ms  %.2fx faster",
+                               bestMs, startMs / bestMs)
+               << "\n";
+  if (torch)
+    llvm::outs() << llvm::format("  PyTorch %-8s %10.4g ms  best found is "
+                                 "%.2fx PyTorch's speed\n",
+                                 torch->second.c_str(), torch->first * 1e3,
+                                 torch->first * 1e3 / bestMs);
+  else
+    llvm::outs() << "  PyTorch: not timed (" << (noTorch ? "--no-torch" : torchWhy)
+                 << ")\n";
+  KernelCost cost = getKernelCost(env.getKernel());
+  if (std::optional<MachineLimits> limits = loadMachineLimits(threads)) {
+    double seconds = result.best.seconds;
+    llvm::outs() << llvm::format(
+        "  roofline: %.1f%% of the best DRAM bandwidth, %.1f%% of the FMA "
+        "peak (pd-machine)\n",
+        100 * cost.bytes / seconds / 1e9 / limits->bestGBs(),
+        100 * cost.flops / seconds / 1e9 / limits->fmaGFlops);
+  }
+  llvm::outs() << "\nbest program:\n";
+  if (failed(exportTextForm(env.getKernel(), llvm::outs())))
+    return 1;
+  llvm::outs() << "\nmoves (" << result.bestMoves.size()
+               << "; replay with pd-opt --pd-apply=moves-file=FILE):\n";
+  for (const std::string &move : result.bestMoves)
+    llvm::outs() << move << "\n";
+
+  auto writeFile = [&](StringRef path, function_ref<void(raw_ostream &)> fn) {
+    std::string fileError;
+    auto out = mlir::openOutputFile(path, &fileError);
+    if (!out) {
+      llvm::errs() << "pd-tune: " << fileError << "\n";
+      return false;
+    }
+    fn(out->os());
+    out->keep();
+    return true;
+  };
+  if (!outputFilename.empty() &&
+      !writeFile(outputFilename, [&](raw_ostream &os) {
+        (void)exportTextForm(env.getKernel(), os);
+      }))
+    return 1;
+  if (!movesFilename.empty() &&
+      !writeFile(movesFilename, [&](raw_ostream &os) {
+        os << "# " << name << ": " << stringifyStrategy(*strategy) << ", "
+           << llvm::format("%.4g", bestMs) << " ms on "
+           << getCPUName() << ", " << threads << " threads\n";
+        for (const std::string &move : result.bestMoves)
+          os << move << "\n";
+      }))
+    return 1;
+  std::string plot = plotFilename;
+  if (plot.empty())
+    plot = (name + "-" + stringifyStrategy(*strategy) + ".svg").str();
+  if (plot != "-") {
+    SmallVector<std::pair<std::string, double>> references = {
+        {"start", result.start.seconds}};
+    if (torch)
+      references.push_back({"PyTorch", torch->first});
+    if (!writeFile(plot, [&](raw_ostream &os) {
+          writeConvergencePlot(os,
+                               (name + ": " + stringifyStrategy(*strategy) +
+                                ", " + std::to_string(threads) + " threads")
+                                   .str(),
+                               result.trace, references);
+        }))
+      return 1;
+    llvm::outs() << "\nconvergence plot: " << plot << "\n";
+  }
+  return 0;
+}
