@@ -368,14 +368,24 @@ static int runTool(int argc, char **argv) {
                << (threads == 1 ? " thread" : " threads") << "\n";
   double startMs = result.start.seconds * 1e3,
          bestMs = result.best.seconds * 1e3;
-  llvm::outs() << llvm::format("  starting kernel  %10.4g ms\n", startMs)
-               << llvm::format("  best found       %10.4g ms  %.2fx faster",
-                               bestMs, startMs / bestMs)
-               << "\n";
+  std::string label =
+      heuristic ? (stringifyStrategy(*strategy) + " program").str()
+                : "best found";
+  if (heuristic && result.bestMoves.empty() && result.failures) {
+    llvm::outs() << "  the " << label << " failed (" << result.lastFailure
+                 << "); the result is the starting kernel\n";
+    label = "starting kernel";
+  }
+  llvm::outs() << llvm::format("  %-16s %10.4g ms\n", "starting kernel",
+                               startMs);
+  if (label != "starting kernel")
+    llvm::outs() << llvm::format("  %-16s %10.4g ms  speedup %.2fx\n",
+                                 label.c_str(), bestMs, startMs / bestMs);
   if (torch)
-    llvm::outs() << llvm::format("  PyTorch %-8s %10.4g ms  best found is "
-                                 "%.2fx PyTorch's speed\n",
-                                 torch->second.c_str(), torch->first * 1e3,
+    llvm::outs() << llvm::format("  %-16s %10.4g ms  speedup over PyTorch "
+                                 "%.2fx (its faster form: eager or out=)\n",
+                                 ("PyTorch " + torch->second).c_str(),
+                                 torch->first * 1e3,
                                  torch->first * 1e3 / bestMs);
   else
     llvm::outs() << "  PyTorch: not timed (" << (noTorch ? "--no-torch" : torchWhy)
@@ -389,7 +399,7 @@ static int runTool(int argc, char **argv) {
         100 * cost.bytes / seconds / 1e9 / limits->bestGBs(),
         100 * cost.flops / seconds / 1e9 / limits->fmaGFlops);
   }
-  llvm::outs() << "\nbest program:\n";
+  llvm::outs() << "\n" << label << ":\n";
   if (failed(exportTextForm(env.getKernel(), llvm::outs())))
     return 1;
   llvm::outs() << "\nmoves (" << result.bestMoves.size()

@@ -89,6 +89,11 @@ public:
   /// Measurements actually run (not reused) so far.
   unsigned getEvaluationCount() const { return evaluations; }
   const EnvironmentOptions &getOptions() const { return options; }
+  /// See EvaluationOptions::slowSeconds (the starting kernel is always
+  /// timed in full).
+  void setSlowSeconds(double seconds) {
+    options.evaluation.slowSeconds = seconds;
+  }
 
 private:
   Measurement evaluateCurrent(bool asReference);

@@ -32,6 +32,11 @@ struct EvaluationOptions {
   double timeLimit = 60;
   /// Seed of the inputs (see InputGenerator).
   uint64_t seed = 1;
+  /// When positive: once a run (warm-up included) takes longer than this,
+  /// no further runs are made and that run's time is the only one. A
+  /// search sets it to a multiple of its best time: a candidate that slow
+  /// is rejected either way, and timing it again would only cost time.
+  double slowSeconds = 0;
   /// Outputs of at least this many bytes that the kernel only writes get
   /// non-temporal stores (see convert-perfdojo-to-standard); 0: never.
   int64_t streamingMinBytes = 16 << 20;

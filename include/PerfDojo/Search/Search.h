@@ -65,7 +65,8 @@ struct SearchOptions {
 };
 
 struct SearchResult {
-  /// Moves from the starting kernel to the best program found.
+  /// Moves from the starting kernel to the best program found (for a
+  /// heuristic: to its program, unless that fails its check).
   std::vector<std::string> bestMoves;
   Measurement best;
   /// The starting kernel's measurement.
@@ -76,6 +77,8 @@ struct SearchResult {
   /// Candidates that failed their check, crashed, timed out or did not
   /// compile (recorded, not fatal).
   unsigned failures = 0;
+  /// The status and reason of the last failure, if any.
+  std::string lastFailure;
   /// Set when the search could not run at all (the starting kernel fails).
   std::string error;
 };

@@ -202,6 +202,24 @@ ArrayRef<LinearForm> PerfDojoDialect::getLinearForms(AffineMap map) {
   return *it->second;
 }
 
+std::optional<std::pair<bool, std::string>>
+PerfDojoDialect::lookupConflict(StringRef key) {
+  llvm::sys::SmartScopedReader<true> lock(conflictsMutex);
+  auto it = conflicts.find(key);
+  if (it == conflicts.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void PerfDojoDialect::recordConflict(StringRef key, bool conflict,
+                                     StringRef buffer) {
+  llvm::sys::SmartScopedWriter<true> lock(conflictsMutex);
+  // Bounded: a long search forgets and recomputes.
+  if (conflicts.size() >= (1u << 18))
+    conflicts.clear();
+  conflicts[key] = {conflict, buffer.str()};
+}
+
 SmallVector<LinearForm> AccessAttr::getLinearForms() const {
   return llvm::to_vector(
       static_cast<PerfDojoDialect &>(getDialect()).getLinearForms(getMap()));

@@ -331,13 +331,16 @@ void CompiledKernel::run(const EvaluationOptions &options,
     arguments.push_back(&p);
 
   unsigned reps = std::max(options.repetitions, 1u);
-  SharedMemory shared((reps + 1) * sizeof(double));
+  SharedMemory shared((reps + 2) * sizeof(double));
   SharedMemory outputs(outputBytes);
   if (!shared.data || !outputs.data)
     return fail(EvaluationStatus::Crash, "cannot map the result area");
   auto *times = reinterpret_cast<double *>(shared.data);
   auto *done = times + reps;
+  // How many of `times` were measured (fewer than reps for a slow kernel).
+  auto *measured = done + 1;
   *done = 0;
+  *measured = 0;
 
   std::fflush(nullptr);
   pid_t child = fork();
@@ -355,14 +358,26 @@ void CompiledKernel::run(const EvaluationOptions &options,
     }
     omp_set_num_threads(std::max(options.threads, 1u));
     void (*entry)(void **) = this->entry;
-    for (unsigned i = 0; i < options.warmup; ++i)
-      entry(arguments.data());
-    for (unsigned i = 0; i < reps; ++i) {
+    auto timedRun = [&] {
       auto t0 = std::chrono::steady_clock::now();
       entry(arguments.data());
-      times[i] = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - t0)
-                     .count();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           t0)
+          .count();
+    };
+    bool slow = false;
+    for (unsigned i = 0; i < options.warmup && !slow; ++i) {
+      double t = timedRun();
+      if (options.slowSeconds > 0 && t > options.slowSeconds) {
+        times[0] = t;
+        *measured = 1;
+        slow = true;
+      }
+    }
+    for (unsigned i = 0; i < reps && !slow; ++i) {
+      times[i] = timedRun();
+      *measured = i + 1;
+      slow = options.slowSeconds > 0 && times[i] > options.slowSeconds;
     }
     size_t at = 0;
     for (auto [buffer, mem] : llvm::zip(buffers, memory))
@@ -405,7 +420,7 @@ void CompiledKernel::run(const EvaluationOptions &options,
     return fail(EvaluationStatus::Crash,
                 "the child exited with status " +
                     std::to_string(WEXITSTATUS(status)));
-  result.times.assign(times, times + reps);
+  result.times.assign(times, times + unsigned(*measured));
   result.outputs.clear();
   const char *copied = outputs.data;
   for (const Buffer &buffer : buffers) {

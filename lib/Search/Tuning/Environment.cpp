@@ -140,11 +140,24 @@ Measurement Environment::measureStart() {
   SmallVector<OwningOpRef<ModuleOp>> saved = std::move(states);
   SmallVector<std::string> savedMoves = std::move(moves);
   reset();
+  double slow = options.evaluation.slowSeconds;
+  options.evaluation.slowSeconds = 0;
   startMeasurement = evaluateCurrent(/*asReference=*/true);
+  options.evaluation.slowSeconds = slow;
   if (!startMeasurement.ok())
     reference.reset();
-  // Its state is measured now: later lookups (by any path) agree.
-  remember(getText(), startMeasurement);
+  // A time already in the database stands (a resumed search must retrace
+  // the decisions of the run it resumes); otherwise this one is recorded.
+  std::string text = getText();
+  std::optional<VariantRecord> known;
+  if (options.database && startMeasurement.ok())
+    known = options.database->lookup(hexHash(hashText(text)));
+  if (known && known->status == "ok") {
+    startMeasurement.seconds = known->seconds;
+    cache[hashText(text)] = startMeasurement;
+  } else {
+    remember(text, startMeasurement);
+  }
   states = std::move(saved);
   moves = std::move(savedMoves);
   return startMeasurement;

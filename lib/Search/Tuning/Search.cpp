@@ -328,10 +328,14 @@ Measurement Searcher::measure() {
   ++result.evaluations;
   if (!m.ok()) {
     ++result.failures;
+    result.lastFailure =
+        stringifyEvaluationStatus(m.status).str() + ": " + m.reason;
   } else if (!result.best.ok() || result.best.seconds == 0 ||
              m.seconds < result.best.seconds) {
     result.best = m;
     result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
+    // A candidate 3x slower than the best is rejected on its first run.
+    env.setSlowSeconds(3 * m.seconds);
   }
   result.trace.push_back(result.best.ok() ? result.best.seconds : 0);
   if (options.onProgress) {
@@ -450,8 +454,15 @@ SearchResult Searcher::run() {
   measure();
   applyHeuristic(env, heuristic ? options.strategy : options.startFrom,
                  options.target);
-  if (!env.getMoves().empty())
-    measure();
+  if (!env.getMoves().empty()) {
+    Measurement m = measure();
+    // A heuristic's answer is its program, faster or not (when it runs
+    // correctly); the measurements say how it compares.
+    if (heuristic && m.ok()) {
+      result.best = m;
+      result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
+    }
+  }
   if (heuristic)
     return result;
   if (options.strategy == Strategy::Anneal)
