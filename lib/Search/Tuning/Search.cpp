@@ -129,19 +129,14 @@ public:
     exhaust("vectorize");
   }
 
-  /// The first top-level scope that may run in parallel, when no top-level
-  /// scope does yet.
+  /// Every top-level scope that may run in parallel and has an iteration
+  /// per thread.
   void parallelize() {
-    for (Operation &op : env.getKernel().getBodyBlock())
-      if (auto scope = dyn_cast<ScopeOp>(op);
-          scope && scope.getMapping() == Mapping::parallel)
-        return;
-    for (const MoveInstance &move : legal("parallelize")) {
+    exhaust("parallelize", [&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
-      if (scope && scope.getDepth() == 0 &&
-          scope.getSize() >= target.threads && apply(move))
-        return;
-    }
+      return scope && scope.getDepth() == 0 &&
+             scope.getSize() >= target.threads;
+    });
   }
 
   /// When no top-level scope may run in parallel as it is (its iterations
@@ -153,10 +148,13 @@ public:
     parallelize();
     if (target.threads < 2 || steps >= kMaxSteps)
       return;
+    // The first top-level scope still sequential.
+    bool sequential = false;
     for (Operation &op : env.getKernel().getBodyBlock())
-      if (auto scope = dyn_cast<ScopeOp>(op);
-          scope && scope.getMapping() == Mapping::parallel)
-        return;
+      if (auto scope = dyn_cast<ScopeOp>(op))
+        sequential |= scope.getMapping() == Mapping::seq;
+    if (!sequential)
+      return;
     size_t before = env.getMoves().size();
     auto rollBack = [&] {
       while (env.getMoves().size() > before)
@@ -165,7 +163,8 @@ public:
     std::string block;
     for (const MoveInstance &move : legal("tile_scope")) {
       ScopeOp scope = scopeOf(move);
-      if (!scope || scope.getDepth() != 0 || move.location.params.empty() ||
+      if (!scope || scope.getDepth() != 0 ||
+          scope.getMapping() != Mapping::seq || move.location.params.empty() ||
           scope.getSize() % target.threads ||
           move.location.params[0] !=
               std::to_string(scope.getSize() / target.threads))
@@ -190,6 +189,220 @@ public:
     }
     if (failed(env.step("parallelize@" + block, reason)))
       rollBack();
+  }
+
+  /// Whether some operation under `scope` writes its output contiguously
+  /// along the variable of depth `depth` (coefficient 1 in the last
+  /// dimension and in no other).
+  static bool contiguousFor(ScopeOp scope, unsigned depth) {
+    bool found = false;
+    scope.walk([&](ComputeOp op) {
+      SmallVector<LinearForm> forms = op.getOut().getLinearForms();
+      if (forms.empty() || forms.back().coeff(depth) != 1)
+        return;
+      for (size_t d = 0; d + 1 < forms.size(); ++d)
+        if (forms[d].coeff(depth))
+          return;
+      found = true;
+    });
+    return found;
+  }
+
+  /// Interchanges nested scopes so that the one along which an operation's
+  /// output is contiguous moves inward (matmul's j below its k), where it
+  /// can become the vector scope.
+  void bringContiguousInward() {
+    exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
+      ScopeOp scope = scopeOf(move);
+      if (!scope)
+        return false;
+      auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
+      return contiguousFor(scope, scope.getDepth()) &&
+             !contiguousFor(inner, inner.getDepth());
+    });
+  }
+
+  /// The location of the scope at `depth` around `op`: its output array,
+  /// the op's ordinal among the writers of that array, and the depth.
+  std::string scopeLocation(ComputeOp op, unsigned depth) {
+    StringRef array = op.getOut().getArray().getValue();
+    unsigned ordinal = 0;
+    env.getKernel().walk<WalkOrder::PreOrder>([&](ComputeOp other) {
+      if (other == op)
+        return WalkResult::interrupt();
+      ordinal += other.getOut().getArray().getValue() == array;
+      return WalkResult::advance();
+    });
+    return array.str() + (ordinal ? "#" + std::to_string(ordinal) : "") +
+           ":" + std::to_string(depth);
+  }
+
+  /// A vector reduction `op` (in a vector scope V) whose nest ends in
+  /// ... R, K, J, V: J the direct parent of V and contiguous in the
+  /// output, K a sequential scope whose variable the output does not use
+  /// (the reduction), R above K indexing the output's rows. Null if none.
+  struct Product {
+    ComputeOp op;
+    ScopeOp rows, reduction, columns;
+  };
+  std::optional<Product> findProduct(ArrayRef<std::string> skip) {
+    std::optional<Product> found;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (found || op.getReduction() == Reduction::none)
+        return;
+      auto vector = dyn_cast<ScopeOp>(op->getParentOp());
+      if (!vector || vector.getMapping() != Mapping::vector)
+        return;
+      auto columns = dyn_cast<ScopeOp>(vector->getParentOp());
+      auto reduction =
+          columns ? dyn_cast<ScopeOp>(columns->getParentOp()) : ScopeOp();
+      if (!reduction || columns.getMapping() != Mapping::seq ||
+          reduction.getMapping() != Mapping::seq ||
+          !llvm::hasSingleElement(reduction.getBodyBlock()))
+        return;
+      SmallVector<LinearForm> forms = op.getOut().getLinearForms();
+      bool usesReduction = false;
+      for (const LinearForm &f : forms)
+        usesReduction |= f.coeff(reduction.getDepth()) != 0;
+      if (usesReduction || forms.back().coeff(columns.getDepth()) == 0)
+        return;
+      auto rows = dyn_cast<ScopeOp>(reduction->getParentOp());
+      if (llvm::is_contained(skip, scopeLocation(op, 0)))
+        return;
+      found = Product{op, rows, reduction, columns};
+    });
+    return found;
+  }
+
+  /// Register blocking of products (matmul and kin): for each vector
+  /// reduction under ... rows, k, columns, lanes, the columns split into
+  /// tiles of `cols` vectors and the rows into pairs, both brought below k
+  /// and unrolled, so that the lowering keeps a 2 x `cols` tile of vectors
+  /// in registers through the k loop, each loaded B vector serving two
+  /// rows. Steps that are refused are skipped; a product is visited once.
+  void registerBlock() {
+    const int64_t cols = 4, rowsPerTile = 2;
+    SmallVector<std::string> done;
+    std::string reason;
+    while (steps < kMaxSteps) {
+      std::optional<Product> p = findProduct(done);
+      if (!p)
+        return;
+      std::string id = scopeLocation(p->op, 0);
+      done.push_back(id);
+      unsigned k = p->reduction.getDepth();
+      // columns -> (columns / cols) x cols, the outer part above k.
+      if (p->columns.getSize() % cols == 0 && p->columns.getSize() > cols &&
+          succeeded(env.step("tile_scope@" + scopeLocation(p->op, k + 1) +
+                                 ":" + std::to_string(cols),
+                             reason))) {
+        ++steps;
+        if (succeeded(
+                env.step("swap_nested_scopes@" + scopeLocation(
+                             *findProductOp(id), k), reason)))
+          ++steps;
+      }
+      std::optional<Product> q = findProductAt(id);
+      if (!q)
+        continue;
+      // Whatever sits between k and the lanes is unrolled.
+      if (succeeded(env.step("unroll@" + scopeLocation(
+                                 q->op, q->columns.getDepth()),
+                             reason)))
+        ++steps;
+      // Rows in pairs, the pair brought below k. The rows are the nearest
+      // scope above k that indexes the output but not its contiguous
+      // dimension.
+      q = findProductAt(id);
+      if (!q)
+        continue;
+      SmallVector<LinearForm> forms = q->op.getOut().getLinearForms();
+      auto isRows = [&](ScopeOp s) {
+        unsigned d = s.getDepth();
+        bool used = false;
+        for (const LinearForm &f : forms)
+          used |= f.coeff(d) != 0;
+        return used && !forms.back().coeff(d);
+      };
+      ScopeOp rows = dyn_cast<ScopeOp>(q->reduction->getParentOp());
+      while (rows && !isRows(rows))
+        rows = dyn_cast<ScopeOp>(rows->getParentOp());
+      if (!rows || rows.getMapping() != Mapping::seq ||
+          rows.getSize() % rowsPerTile || rows.getSize() <= rowsPerTile)
+        continue;
+      unsigned r = rows.getDepth();
+      size_t before = env.getMoves().size();
+      auto rollBack = [&] {
+        while (env.getMoves().size() > before)
+          (void)env.undo();
+      };
+      // Whatever shares the rows scope with the product (its zeroing, say)
+      // is split off first.
+      if (!llvm::hasSingleElement(rows.getBodyBlock())) {
+        Operation *child = q->op;
+        while (child->getParentOp() != rows)
+          child = child->getParentOp();
+        ComputeOp previous;
+        if (Operation *node = child->getPrevNode())
+          node->walk([&](ComputeOp c) {
+            if (!previous)
+              previous = c;
+          });
+        if (!previous || child->getNextNode() ||
+            failed(env.step("split_scope@" + scopeLocation(previous, r),
+                            reason)))
+          continue;
+      }
+      // After the tile, the pair is at depth r + 1 and k one deeper than
+      // now; each interchange sinks the pair by one, until it sits right
+      // below k, where it is unrolled.
+      unsigned kd = findProductAt(id)->reduction.getDepth() + 1;
+      bool ok = succeeded(env.step("tile_scope@" +
+                                       scopeLocation(*findProductOp(id), r) +
+                                       ":" + std::to_string(rowsPerTile),
+                                   reason));
+      for (unsigned d = r + 1; ok && d < kd; ++d)
+        ok = succeeded(env.step("swap_nested_scopes@" +
+                                    scopeLocation(*findProductOp(id), d),
+                                reason));
+      if (ok)
+        ok = succeeded(env.step(
+            "unroll@" + scopeLocation(*findProductOp(id), kd), reason));
+      if (!ok) {
+        rollBack();
+        continue;
+      }
+      steps += env.getMoves().size() - before;
+    }
+  }
+  /// The reduction whose depth-0 location was `id`, after other moves.
+  std::optional<ComputeOp> findProductOp(StringRef id) {
+    std::optional<ComputeOp> result;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (!result && scopeLocation(op, 0) == id)
+        result = op;
+    });
+    return result;
+  }
+  std::optional<Product> findProductAt(StringRef id) {
+    std::optional<ComputeOp> op = findProductOp(id);
+    if (!op)
+      return std::nullopt;
+    auto vector = dyn_cast<ScopeOp>((*op)->getParentOp());
+    auto columns = vector ? dyn_cast<ScopeOp>(vector->getParentOp())
+                          : ScopeOp();
+    // Above the columns, unrolled scopes, then k.
+    Operation *up = columns ? columns->getParentOp() : nullptr;
+    while (auto s = dyn_cast_or_null<ScopeOp>(up)) {
+      if (s.getMapping() != Mapping::unroll)
+        break;
+      up = s->getParentOp();
+    }
+    auto reduction = dyn_cast_or_null<ScopeOp>(up);
+    if (!reduction)
+      return std::nullopt;
+    return Product{*op, dyn_cast<ScopeOp>(reduction->getParentOp()),
+                   reduction, columns};
   }
 
   /// Temporaries keep only the elements that are live at once.
@@ -238,10 +451,12 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.parallelize();
     return;
   case Strategy::Expert:
+    runner.bringContiguousInward();
     runner.naive();
     runner.shrinkTemporaries();
     runner.vectorize();
     runner.isolateReductions();
+    runner.registerBlock();
     runner.parallelizeBlocks();
     return;
   case Strategy::Random:
