@@ -191,34 +191,35 @@ public:
       rollBack();
   }
 
-  /// Whether some operation under `scope` writes its output contiguously
-  /// along the variable of depth `depth` (coefficient 1 in the last
-  /// dimension and in no other).
-  static bool contiguousFor(ScopeOp scope, unsigned depth) {
-    bool found = false;
+  /// How many accesses (outputs and inputs) of the operations under
+  /// `scope` are contiguous along the variable of depth `depth`: coefficient
+  /// 1 in their last dimension.
+  static unsigned contiguousAccesses(ScopeOp scope, unsigned depth) {
+    unsigned count = 0;
+    auto visit = [&](AccessAttr access) {
+      SmallVector<LinearForm> forms = access.getLinearForms();
+      count += !forms.empty() && forms.back().coeff(depth) == 1;
+    };
     scope.walk([&](ComputeOp op) {
-      SmallVector<LinearForm> forms = op.getOut().getLinearForms();
-      if (forms.empty() || forms.back().coeff(depth) != 1)
-        return;
-      for (size_t d = 0; d + 1 < forms.size(); ++d)
-        if (forms[d].coeff(depth))
-          return;
-      found = true;
+      visit(op.getOut());
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          visit(access);
     });
-    return found;
+    return count;
   }
 
-  /// Interchanges nested scopes so that the one along which an operation's
-  /// output is contiguous moves inward (matmul's j below its k), where it
-  /// can become the vector scope.
+  /// Interchanges nested scopes so that the one along which more accesses
+  /// are contiguous moves inward (matmul's j, along which C and B are, below
+  /// its k, along which only A is), where it can become the vector scope.
   void bringContiguousInward() {
     exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope)
         return false;
       auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
-      return contiguousFor(scope, scope.getDepth()) &&
-             !contiguousFor(inner, inner.getDepth());
+      return contiguousAccesses(scope, scope.getDepth()) >
+             contiguousAccesses(scope, inner.getDepth());
     });
   }
 
