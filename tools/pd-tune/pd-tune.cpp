@@ -26,6 +26,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -94,6 +95,10 @@ static cl::opt<std::string>
     plotFilename("plot", cl::cat(tuneCategory),
                  cl::desc("convergence plot (SVG; default: "
                           "<kernel>-<strategy>.svg, '-' for none)"));
+static cl::opt<std::string>
+    jsonFilename("json", cl::cat(tuneCategory),
+                 cl::desc("also write a summary (times, trace of the best "
+                          "time per evaluation, moves) as JSON here"));
 static cl::opt<std::string> torchPython(
     "torch-python", cl::cat(tuneCategory),
     cl::desc("Python that imports torch, to time PyTorch on suite kernels "
@@ -391,13 +396,16 @@ static int runTool(int argc, char **argv) {
     llvm::outs() << "  PyTorch: not timed (" << (noTorch ? "--no-torch" : torchWhy)
                  << ")\n";
   KernelCost cost = getKernelCost(env.getKernel());
-  if (std::optional<MachineLimits> limits = loadMachineLimits(threads)) {
+  std::optional<MachineLimits> limits = loadMachineLimits(threads);
+  double pctDram = 0, pctFma = 0;
+  if (limits) {
     double seconds = result.best.seconds;
-    llvm::outs() << llvm::format(
-        "  roofline: %.1f%% of the best DRAM bandwidth, %.1f%% of the FMA "
-        "peak (pd-machine)\n",
-        100 * cost.bytes / seconds / 1e9 / limits->bestGBs(),
-        100 * cost.flops / seconds / 1e9 / limits->fmaGFlops);
+    pctDram = 100 * cost.bytes / seconds / 1e9 / limits->bestGBs();
+    pctFma = 100 * cost.flops / seconds / 1e9 / limits->fmaGFlops;
+    llvm::outs() << llvm::format("  roofline: %.1f%% of the best DRAM "
+                                 "bandwidth, %.1f%% of the FMA peak "
+                                 "(pd-machine)\n",
+                                 pctDram, pctFma);
   }
   llvm::outs() << "\n" << label << ":\n";
   if (failed(exportTextForm(env.getKernel(), llvm::outs())))
@@ -430,6 +438,38 @@ static int runTool(int argc, char **argv) {
            << getCPUName() << ", " << threads << " threads\n";
         for (const std::string &move : result.bestMoves)
           os << move << "\n";
+      }))
+    return 1;
+  if (!jsonFilename.empty() &&
+      !writeFile(jsonFilename, [&](raw_ostream &os) {
+        llvm::json::Array trace, moves;
+        for (double t : result.trace)
+          trace.push_back(t * 1e3);
+        for (const std::string &move : result.bestMoves)
+          moves.push_back(move);
+        llvm::json::Object out{
+            {"kernel", name},
+            {"strategy", stringifyStrategy(*strategy)},
+            {"graph", graphName.getValue()},
+            {"threads", threads.getValue()},
+            {"evaluations", result.evaluations},
+            {"measured", env.getEvaluationCount()},
+            {"failures", result.failures},
+            {"start_ms", startMs},
+            {"best_ms", bestMs},
+            {"trace_ms", std::move(trace)},
+            {"moves", std::move(moves)},
+        };
+        if (torch) {
+          out["torch_ms"] = torch->first * 1e3;
+          out["torch_version"] = torch->second;
+        }
+        if (limits) {
+          out["pct_of_best_bandwidth"] = pctDram;
+          out["pct_of_fma_peak"] = pctFma;
+        }
+        os << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
+           << "\n";
       }))
     return 1;
   std::string plot = plotFilename;
