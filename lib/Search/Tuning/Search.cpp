@@ -111,6 +111,26 @@ public:
   /// vector scopes, one operation each.
   void vectorize() {
     int64_t width = target.vectorWidth;
+    // An innermost scope of more than the width, not a multiple of it,
+    // first peels its largest multiple of the width (54 -> 48 + 6).
+    std::string reason;
+    for (bool progress = true; progress && steps < kMaxSteps;) {
+      progress = false;
+      std::string move;
+      env.getKernel().walk([&](ScopeOp scope) {
+        int64_t size = scope.getSize();
+        if (!move.empty() || scope.getMapping() != Mapping::seq ||
+            size <= width || size % width == 0 || !onlyOperations(scope))
+          return;
+        auto first = cast<ComputeOp>(scope.getBodyBlock().front());
+        move = "peel_scope@" + scopeLocation(first, scope.getDepth()) + ":" +
+               std::to_string(size - size % width);
+      });
+      if (!move.empty() && succeeded(env.step(move, reason))) {
+        ++steps;
+        progress = true;
+      }
+    }
     // Tile each innermost sequential scope larger than the width.
     exhaust("tile_scope", [&](const MoveInstance &move) {
       if (move.location.params.empty() ||
@@ -191,35 +211,44 @@ public:
       rollBack();
   }
 
-  /// How many accesses (outputs and inputs) of the operations under
-  /// `scope` are contiguous along the variable of depth `depth`: coefficient
-  /// 1 in their last dimension.
-  static unsigned contiguousAccesses(ScopeOp scope, unsigned depth) {
-    unsigned count = 0;
-    auto visit = [&](AccessAttr access) {
+  /// How well the operations under `scope` would vectorize along the
+  /// variable of depth `depth`: +1 per access contiguous along it
+  /// (coefficient 1 in the last dimension only; +2 for an output, whose
+  /// stores and reductions then stay in the lanes), -1 per access it
+  /// scatters (any other use), 0 per access it does not index.
+  static int contiguityScore(ScopeOp scope, unsigned depth) {
+    int score = 0;
+    auto visit = [&](AccessAttr access, int weight) {
       SmallVector<LinearForm> forms = access.getLinearForms();
-      count += !forms.empty() && forms.back().coeff(depth) == 1;
+      bool used = false, scattered = false;
+      for (auto [d, form] : llvm::enumerate(forms)) {
+        int64_t c = form.coeff(depth);
+        used |= c != 0;
+        scattered |= c != 0 && (d + 1 != forms.size() || c != 1);
+      }
+      score += scattered ? -1 : used ? weight : 0;
     };
     scope.walk([&](ComputeOp op) {
-      visit(op.getOut());
+      visit(op.getOut(), 2);
       for (Attribute input : op.getInputs())
         if (auto access = dyn_cast<AccessAttr>(input))
-          visit(access);
+          visit(access, 1);
     });
-    return count;
+    return score;
   }
 
-  /// Interchanges nested scopes so that the one along which more accesses
-  /// are contiguous moves inward (matmul's j, along which C and B are, below
-  /// its k, along which only A is), where it can become the vector scope.
+  /// Interchanges nested scopes so that the one along which the operations
+  /// would vectorize better (contiguityScore) moves inward: matmul's j
+  /// (C and B contiguous, A invariant) below its k (A contiguous, B
+  /// scattered); softmax's row loop stays outside its columns.
   void bringContiguousInward() {
     exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope)
         return false;
       auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
-      return contiguousAccesses(scope, scope.getDepth()) >
-             contiguousAccesses(scope, inner.getDepth());
+      return contiguityScore(scope, scope.getDepth()) >
+             contiguityScore(scope, inner.getDepth());
     });
   }
 
