@@ -77,6 +77,11 @@ static cl::opt<double> tolerance(
     "tolerance", cl::cat(tuneCategory), cl::init(2e-3),
     cl::desc("largest accepted difference from the kernel's own outputs, "
              "relative to each output's largest magnitude"));
+static cl::opt<std::string> checkAgainst(
+    "check-against", cl::cat(tuneCategory), cl::init("kernel"),
+    cl::desc("what candidates are checked against: kernel (the starting "
+             "kernel compiled at full size) or interpreter (float64, at full "
+             "size: slow, for kernels whose float32 result is inaccurate)"));
 static cl::opt<uint64_t> seed("seed", cl::cat(tuneCategory), cl::init(1),
                               cl::desc("seed of the search's choices"));
 static cl::opt<std::string>
@@ -258,6 +263,11 @@ static int runTool(int argc, char **argv) {
                  << "'; expected edges or sequences\n";
     return 1;
   }
+  if (checkAgainst != "kernel" && checkAgainst != "interpreter") {
+    llvm::errs() << "pd-tune: unknown --check-against '" << checkAgainst
+                 << "'; expected kernel or interpreter\n";
+    return 1;
+  }
   if (threads == 0) {
     llvm::errs() << "pd-tune: --num-threads must be at least 1\n";
     return 1;
@@ -320,6 +330,7 @@ static int runTool(int argc, char **argv) {
   envOptions.evaluation.timeLimit = timeLimit;
   envOptions.tolerance = tolerance;
   envOptions.database = database.get();
+  envOptions.checkAgainstInterpreter = checkAgainst == "interpreter";
   Environment env(kernel, envOptions);
 
   SearchOptions options;

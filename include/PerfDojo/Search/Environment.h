@@ -16,6 +16,7 @@
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Interpreter.h"
 #include "PerfDojo/Search/TuningDatabase.h"
 #include "PerfDojo/Transforms/Move.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +48,12 @@ struct EnvironmentOptions {
   double tolerance = 2e-3;
   /// Where measurements are also recorded and looked up; may be null.
   TuningDatabase *database = nullptr;
+  /// What candidates' outputs are compared with: the starting kernel
+  /// compiled at full size (fast), or the float64 interpreter at full size
+  /// (slow, once; for kernels whose float32 result is itself inaccurate,
+  /// such as a sum of 10^7 terms; the starting kernel is then timed but not
+  /// checked).
+  bool checkAgainstInterpreter = false;
 };
 
 class Environment {
@@ -110,6 +117,8 @@ private:
   llvm::DenseMap<uint64_t, Measurement> cache;
   /// The starting kernel's outputs and measurement, once measured.
   std::optional<EvaluationResult> reference;
+  /// With checkAgainstInterpreter: the interpreted starting kernel.
+  std::unique_ptr<Interpreter> interpreted;
   Measurement startMeasurement;
   unsigned evaluations = 0;
 };

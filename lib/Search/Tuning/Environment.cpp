@@ -120,8 +120,12 @@ Measurement Environment::evaluateCurrent(bool asReference) {
   }
   EvaluationResult result = evaluate(kernel, options.evaluation);
   ++evaluations;
-  if (result.ok() && !asReference)
-    compareWithReference(*reference, options.tolerance, result);
+  if (result.ok() && !asReference) {
+    if (interpreted)
+      compareWithReference(*interpreted, options.tolerance, result);
+    else
+      compareWithReference(*reference, options.tolerance, result);
+  }
   m.status = result.status;
   m.reason = result.reason;
   m.compileSeconds = result.compileSeconds;
@@ -144,6 +148,22 @@ Measurement Environment::measureStart() {
   options.evaluation.slowSeconds = 0;
   startMeasurement = evaluateCurrent(/*asReference=*/true);
   options.evaluation.slowSeconds = slow;
+  if (startMeasurement.ok() && options.checkAgainstInterpreter) {
+    // The float64 reference, on the evaluator's inputs.
+    FailureOr<std::unique_ptr<Interpreter>> interpreter =
+        Interpreter::create(getKernel());
+    if (succeeded(interpreter)) {
+      (*interpreter)->fillInputs(options.evaluation.seed);
+      if (succeeded((*interpreter)->run()))
+        interpreted = std::move(*interpreter);
+    }
+    if (!interpreted) {
+      startMeasurement.status = EvaluationStatus::CompileError;
+      startMeasurement.reason =
+          "the interpreter cannot run the starting kernel at full size "
+          "(memory or operation limit; see the diagnostic)";
+    }
+  }
   if (!startMeasurement.ok())
     reference.reset();
   // A time already in the database stands (a resumed search must retrace
