@@ -62,11 +62,13 @@ int main(int argc, char **argv) {
   names.reserve(files.size());
   for (const std::string &file : files)
     names.push_back(llvm::sys::path::stem(file).str());
-  for (auto [file, name] : llvm::zip(files, names))
+  for (auto [fileRef, name] : llvm::zip(files, names)) {
+    std::string file = fileRef;
     benchmark::RegisterBenchmark(
         name.c_str(),
         [file](benchmark::State &state) { compileKernel(state, file); })
         ->Unit(benchmark::kMillisecond);
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
