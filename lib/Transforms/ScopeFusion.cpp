@@ -68,13 +68,18 @@ LogicalResult mlir::perfdojo::canJoinScopes(ScopeOp first,
   if (failed(checkInterleaving(kernel, a, b, depth, reason)))
     return failure();
   // Iterations of a parallel or GPU scope run concurrently: the fused
-  // bodies must also be independent across different iterations the other
-  // way round (each scope alone already was).
+  // bodies must also be independent across different iterations, in both
+  // directions and with reductions too, since concurrent updates of one
+  // element race (each scope alone already was independent). The check
+  // above lets a later iteration of the first body update an element that
+  // an earlier iteration of the second body updates, `+=` after `+=`.
   if (mapping != Mapping::seq && mapping != Mapping::unroll) {
     DependenceAnalysis deps(kernel);
     std::string buffer;
-    if (deps.mayConflict(a, b, depth, {{depth, /*aGreater=*/false}},
-                         /*reductionsCommute=*/false, &buffer)) {
+    for (bool aGreater : {false, true}) {
+      if (!deps.mayConflict(a, b, depth, {{depth, aGreater}},
+                            /*reductionsCommute=*/false, &buffer))
+        continue;
       reason = "the fused iterations run concurrently (" +
                stringifyMapping(mapping).str() +
                ") and different iterations touch the same element of '" +

@@ -1,80 +1,72 @@
-//===- pd-walk.cpp - Random walks over legal moves, checked for soundness -===//
+//===- pd-walk.cpp - The move fuzzer: random walks checked for soundness --===//
 //
-// The soundness test of the move catalogue. For every kernel given, pd-walk
-// runs `--walks` random walks of `--steps` moves: each walk starts from a
-// fresh copy of the kernel and, at every step, applies one of the moves that
-// enumerateMoves lists as legal, chosen uniformly. After the walk (and after
-// every step with `--check-every-step`) the transformed kernel must verify
-// and, run in the reference interpreter on the same seeded inputs as the
-// original, produce the same `out` buffers:
+// The soundness test of the move catalogue. pd-walk runs random walks of
+// legal moves over the kernels given (files) and over randomly generated
+// kernels (--random-kernels, see KernelGenerator.h). Each walk starts from a
+// fresh copy of its kernel and, at every step, applies one of the moves that
+// enumerateMoves lists as legal: uniformly among the instances
+// (--pick=instance), a move name first (--pick=move), or a name weighted by
+// 1 / (1 + the times it was applied so far in the run) (--pick=rare). A walk
+// takes --steps moves, or a number drawn from [--min-steps, --steps].
 //
-//   - integer elements exactly;
-//   - floating-point elements (computed in float64) within
-//       |transformed - original| <= 1e-5 * scale,
-//     where scale is the largest finite magnitude in the original's buffer.
-//     The bound is relative to the buffer rather than to each element because
-//     moves may reassociate reductions, and a reassociated sum of mixed-sign
-//     terms has an absolute error of the order of its terms, not of its
-//     (possibly tiny) result. An element the original leaves at zero in an
-//     all-zero buffer must be exactly zero;
-//   - NaN only against NaN, infinities only against the same infinity, and
-//     an unwritten element only against an unwritten one.
+// After the walk (and after every step with --check-every-step) the
+// transformed kernel must verify and, run in the reference interpreter on
+// the same seeded inputs as the original, produce the same `out` buffers
+// (see compareInterpretedOutputs: integers exactly, floats within 1e-5 of
+// each buffer's largest magnitude, NaN, infinities and unwritten elements
+// exactly); its concurrent scopes must be free of races (findRace). With
+// --jit (or on every --jit-every-th walk) it is also compiled for this CPU
+// and its outputs compared with the interpreter's.
 //
-// The interpreter runs every scope in order, so it cannot see a mapping that
-// makes dependent iterations concurrent; a race check (on by default, see
-// RaceChecker) covers that.
-//
-// A mismatch, a race, a verifier failure, an interpreter error (reading an
-// unwritten element, say), or a move that enumerateMoves listed but applyMove
-// refused is a FAILURE, reported with the kernel, the walk, its seed and the
-// exact move sequence in the syntax of `pd-opt --pd-apply`, so that any walk
-// can be replayed: with `--replay=<moves>`, or with `--first-walk=W
-// --walks=1` and the same `--seed` (a walk's seed depends only on `--seed`,
-// the kernel name and the walk index). `--minimize` shrinks a failing
-// sequence; `--move-stats` prints how often each move was offered and
-// applied.
+// A mismatch, a race, a verifier failure, an interpreter error, a move that
+// enumerateMoves listed but applyMove refused, a failing compiled kernel, a
+// crash or a hang is a FAILURE, reported with the kernel, the walk, its seed
+// and its moves in the syntax of `pd-opt --pd-apply`. Walks run in batches
+// in forked children (--isolate), so a crash or a hang ends one walk, not
+// the run. Every failure is reduced (--minimize): its moves by ddmin, a
+// random kernel to the smallest generator size that fails the same way,
+// each step replayed in a child; --save-failures=DIR writes the result as a
+// lit test.
 //
 //   pd-walk --walks=1000 --steps=30 add.pd softmax.pd ...
+//   pd-walk --random-kernels=500 --walks=20 --min-steps=1 --steps=100 \
+//           --pick=rare --jit --jit-every=50 --time-budget=3600
 //   pd-walk k.pd --replay="tile_scope@y:1:4,parallelize@y:0"
 //
 //===----------------------------------------------------------------------===//
 
+#include "Walk.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
-#include "PerfDojo/Search/Evaluator.h"
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Support/ChildProcess.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
-#include "PerfDojo/Transforms/Move.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include <chrono>
-#include <cmath>
-#include <map>
-#include <random>
+#include <poll.h>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
+using namespace mlir::perfdojo::walk;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory walkCategory("pd-walk options");
 
 static cl::list<std::string>
-    inputFilenames(cl::Positional, cl::OneOrMore, cl::cat(walkCategory),
+    inputFilenames(cl::Positional, cl::ZeroOrMore, cl::cat(walkCategory),
                    cl::desc("<kernel.pd|kernel.mlir>..."));
 static cl::opt<unsigned> numWalks("walks", cl::cat(walkCategory),
                                   cl::desc("random walks per kernel"),
@@ -85,7 +77,14 @@ static cl::opt<unsigned> firstWalk(
              "run; with --walks=1 this replays one walk alone)"),
     cl::init(0));
 static cl::opt<unsigned> numSteps("steps", cl::cat(walkCategory),
-                                  cl::desc("moves per walk"), cl::init(30));
+                                  cl::desc("moves per walk (the most, with "
+                                           "--min-steps)"),
+                                  cl::init(30));
+static cl::opt<unsigned> minSteps(
+    "min-steps", cl::cat(walkCategory),
+    cl::desc("draw each walk's length uniformly from [min-steps, steps] "
+             "(default: every walk takes --steps moves)"),
+    cl::init(0));
 static cl::opt<uint64_t> seed("seed", cl::cat(walkCategory),
                               cl::desc("seed of the move choices; each walk's "
                                        "generator is seeded from it, the "
@@ -103,6 +102,11 @@ static cl::opt<std::string>
            cl::desc("apply these comma-separated moves to the (single) kernel "
                     "instead of walking, then compare"),
            cl::init(""));
+static cl::opt<bool> skipIllegal(
+    "skip-illegal", cl::cat(walkCategory),
+    cl::desc("with --replay, skip the moves that are illegal where they come "
+             "instead of stopping (saved regression tests replay this way, so "
+             "that a fix that refuses a move passes them)"));
 static cl::opt<std::string> compareWith(
     "compare-with", cl::cat(walkCategory),
     cl::desc("take the reference outputs from this kernel instead of the "
@@ -110,12 +114,15 @@ static cl::opt<std::string> compareWith(
     cl::init(""));
 static cl::opt<bool> minimize(
     "minimize", cl::cat(walkCategory),
-    cl::desc("on a failure, also print a shorter move sequence that still "
-             "fails, found by removing moves one at a time"));
-namespace {
-/// How a walk picks its next move.
-enum class PickMode { Instance, Move };
-} // namespace
+    cl::desc("reduce each failure to a 1-minimal move sequence (ddmin) and, "
+             "for a random kernel, to the smallest generator size that fails "
+             "the same way"),
+    cl::init(true));
+static cl::opt<std::string> saveFailures(
+    "save-failures", cl::cat(walkCategory),
+    cl::desc("write each reduced failure as a lit regression test into this "
+             "directory"),
+    cl::init(""));
 static cl::opt<PickMode> pickMode(
     "pick", cl::cat(walkCategory),
     cl::desc("how each step chooses among the legal moves"),
@@ -124,7 +131,14 @@ static cl::opt<PickMode> pickMode(
                           "default)"),
                clEnumValN(PickMode::Move, "move",
                           "a legal move name uniformly, then one of its "
-                          "instances uniformly (more even coverage)")),
+                          "instances uniformly (more even coverage)"),
+               clEnumValN(PickMode::Rare, "rare",
+                          "a legal move name with weight 1 / (1 + the times "
+                          "it was applied so far in the run), then one of its "
+                          "instances uniformly (favours rarely used moves)"),
+               clEnumValN(PickMode::Mixed, "mixed",
+                          "each walk one of instance, move and rare, chosen "
+                          "by its seed")),
     cl::init(PickMode::Instance));
 static cl::opt<bool> checkRaces(
     "check-races", cl::cat(walkCategory),
@@ -139,11 +153,77 @@ static cl::opt<bool> checkJit(
              "outputs (2 threads) with the original's interpretation "
              "(tolerance 1e-4 of each buffer's largest magnitude, for float32 "
              "rounding); kernels with GPU mappings are not compiled"));
+static cl::opt<unsigned> jitEvery(
+    "jit-every", cl::cat(walkCategory),
+    cl::desc("with --jit, compile only about one walk in N (chosen by the "
+             "walk's seed); those walks avoid GPU moves"),
+    cl::init(1));
 static cl::opt<bool> cpuOnly(
     "cpu-only", cl::cat(walkCategory),
     cl::desc("never choose a GPU move (gpu_grid, gpu_block, gpu_warp, "
              "set_location to shared), so that every walk stays compilable "
              "for the CPU (with --jit)"));
+static cl::opt<unsigned> randomKernels(
+    "random-kernels", cl::cat(walkCategory),
+    cl::desc("also walk this many randomly generated kernels (seeds "
+             "random-seed, random-seed+1, ...)"),
+    cl::init(0));
+static cl::opt<uint64_t> randomSeed(
+    "random-seed", cl::cat(walkCategory),
+    cl::desc("seed of the first random kernel (default: --seed)"),
+    cl::init(0));
+static cl::opt<unsigned> randomSize(
+    "random-size", cl::cat(walkCategory),
+    cl::desc("largest size (number of stages) of a random kernel; each "
+             "kernel's size is drawn from [random-min-size, random-size] by "
+             "its seed"),
+    cl::init(6));
+static cl::opt<unsigned>
+    randomMinSize("random-min-size", cl::cat(walkCategory),
+                  cl::desc("smallest size of a random kernel"), cl::init(1));
+static cl::opt<int64_t> randomIterations(
+    "random-iterations", cl::cat(walkCategory),
+    cl::desc("the most iterations one operation of a random kernel executes "
+             "(the product of its scopes' sizes)"),
+    cl::init(1024));
+static cl::opt<unsigned> randomWalks(
+    "random-walks", cl::cat(walkCategory),
+    cl::desc("random walks per random kernel (default: --walks)"),
+    cl::init(0));
+static cl::opt<std::string> dumpKernels(
+    "dump-kernels", cl::cat(walkCategory),
+    cl::desc("write each random kernel as <dir>/<name>.pd (with --walks=0, "
+             "only that)"),
+    cl::init(""));
+static cl::opt<double> timeBudget(
+    "time-budget", cl::cat(walkCategory),
+    cl::desc("start no walk after this many seconds (0: no limit)"),
+    cl::init(0));
+static cl::opt<double>
+    progressSeconds("progress", cl::cat(walkCategory),
+                    cl::desc("print a progress line every N seconds (0: no)"),
+                    cl::init(0));
+static cl::opt<unsigned>
+    progressWalks("progress-walks", cl::cat(walkCategory),
+                  cl::desc("print a progress line every N walks (0: no)"),
+                  cl::init(0));
+static cl::opt<bool> isolate(
+    "isolate", cl::cat(walkCategory),
+    cl::desc("run walks and the replays of reductions in forked children, so "
+             "that a crash or a hang fails one walk and the run goes on"),
+    cl::init(true));
+static cl::opt<unsigned>
+    numJobs("jobs", cl::cat(walkCategory),
+            cl::desc("children walking at once (with --isolate)"),
+            cl::init(1));
+static cl::opt<unsigned>
+    batchSize("batch", cl::cat(walkCategory),
+              cl::desc("walks per child (with --isolate)"), cl::init(200));
+static cl::opt<double> walkTimeout(
+    "walk-timeout", cl::cat(walkCategory),
+    cl::desc("kill a walk or a replay silent for this many seconds (with "
+             "--isolate)"),
+    cl::init(300));
 static cl::opt<bool> printStats("move-stats", cl::cat(walkCategory),
                                 cl::desc("print how often each move was "
                                          "applied and offered"));
@@ -161,790 +241,429 @@ static cl::opt<uint64_t>
 static cl::opt<uint64_t> maxMiB("max-mib", cl::cat(walkCategory),
                                 cl::desc("interpreter memory limit (MiB)"),
                                 cl::init(1024));
+static cl::opt<std::string> crashOn(
+    "debug-crash-on", cl::Hidden, cl::cat(walkCategory),
+    cl::desc("abort when applying a legal move of this name (tests the crash "
+             "isolation and reduction)"),
+    cl::init(""));
 
 //===----------------------------------------------------------------------===//
-// Seeds and choices
-//===----------------------------------------------------------------------===//
-
-/// SplitMix64's finalizer: a fixed, portable 64-bit mix.
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-/// The seed of walk `walk` of the kernel named `kernel`: independent of the
-/// other kernels on the command line and of the other walks, so any walk can
-/// be replayed alone.
-static uint64_t getWalkSeed(uint64_t base, StringRef kernel, uint64_t walk) {
-  uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a of the name.
-  for (char c : kernel)
-    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return mix(mix(mix(base) ^ h) ^ walk);
-}
-
-/// A uniform choice in [0, n), the same with every standard library
-/// (std::uniform_int_distribution is not).
-static size_t pickUniform(std::mt19937_64 &rng, size_t n) {
-  uint64_t limit = ~uint64_t(0) - (~uint64_t(0) % n + 1) % n;
-  uint64_t x;
-  do
-    x = rng();
-  while (x > limit);
-  return x % n;
-}
-
-/// The index of the move a walk takes among `legal` (grouped by move name,
-/// as enumerateMoves returns them).
-static size_t pickMove(std::mt19937_64 &rng, ArrayRef<MoveInstance> legal) {
-  if (pickMode == PickMode::Instance)
-    return pickUniform(rng, legal.size());
-  SmallVector<size_t> groupStarts;
-  for (auto [i, m] : llvm::enumerate(legal))
-    if (i == 0 || m.move != legal[i - 1].move)
-      groupStarts.push_back(i);
-  size_t group = pickUniform(rng, groupStarts.size());
-  size_t begin = groupStarts[group];
-  size_t end =
-      group + 1 < groupStarts.size() ? groupStarts[group + 1] : legal.size();
-  return begin + pickUniform(rng, end - begin);
-}
-
-//===----------------------------------------------------------------------===//
-// Interpretation and comparison
-//===----------------------------------------------------------------------===//
-
-/// Collects the diagnostics emitted while it lives into `text`.
-class DiagnosticCollector {
-public:
-  DiagnosticCollector(MLIRContext *context, std::string &text)
-      : handler(context, [&text](Diagnostic &diag) {
-          llvm::raw_string_ostream os(text);
-          auto print = [&](Diagnostic &d) {
-            os << d.getLocation() << ": " << d << "\n";
-          };
-          print(diag);
-          for (Diagnostic &note : diag.getNotes())
-            print(note);
-          return success();
-        }) {}
-
-private:
-  ScopedDiagnosticHandler handler;
-};
-
-/// The `out` buffers of one interpretation.
-using Outputs = std::vector<BufferData>;
-
-/// Runs `kernel` on the inputs of `inputSeed`; on failure, `error` holds the
-/// diagnostics.
-static LogicalResult interpret(KernelOp kernel, Outputs &outputs,
-                               std::string &error) {
-  DiagnosticCollector collect(kernel.getContext(), error);
-  FailureOr<std::unique_ptr<Interpreter>> interp =
-      Interpreter::create(kernel, Interpreter::mebibytes(maxMiB));
-  if (failed(interp))
-    return failure();
-  (*interp)->fillInputs(inputSeed);
-  if (failed((*interp)->run(maxOps)))
-    return failure();
-  outputs.clear();
-  for (const BufferData &b : (*interp)->getBuffers())
-    if (b.role == Role::out)
-      outputs.push_back(b);
-  return success();
-}
-
-static std::string formatIndex(ArrayRef<int64_t> index) {
-  std::string text = "[";
-  for (auto [i, x] : llvm::enumerate(index))
-    text += (i ? ", " : "") + std::to_string(x);
-  return text + "]";
-}
-
-static std::string formatValue(const BufferData &b, int64_t slot) {
-  if (!b.written[slot])
-    return "unwritten";
-  if (!b.isFloat)
-    return std::to_string(b.ints[slot]);
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::format("%.17g", b.floats[slot]);
-  return text;
-}
-
-/// Compares `actual` with `expected` as the file header describes; returns
-/// an empty string when they match, else a description of the first
-/// differing element.
-static std::string compareOutputs(const Outputs &expected,
-                                  const Outputs &actual) {
-  for (const BufferData &e : expected) {
-    const BufferData *a = nullptr;
-    for (const BufferData &b : actual)
-      if (b.name == e.name)
-        a = &b;
-    if (!a)
-      return "out buffer '" + e.name + "' is missing";
-    if (a->shape != e.shape || a->isFloat != e.isFloat)
-      return "out buffer '" + e.name + "' has shape " + formatIndex(a->shape) +
-             (a->isFloat ? " (float)" : " (integer)") + ", expected " +
-             formatIndex(e.shape) + (e.isFloat ? " (float)" : " (integer)");
-
-    // Walk the logical index space, reading each element's storage slot.
-    auto slotOf = [](const BufferData &b, ArrayRef<int64_t> index) {
-      int64_t slot = 0;
-      for (auto [d, x] : llvm::enumerate(index))
-        slot += (x % b.stored[d]) * b.strides[d];
-      return slot;
-    };
-    int64_t n = e.getNumElements();
-    double scale = 0;
-    SmallVector<int64_t> index(e.shape.size(), 0);
-    auto next = [&] {
-      for (int d = int(index.size()) - 1; d >= 0; --d) {
-        if (++index[d] < e.shape[d])
-          return;
-        index[d] = 0;
-      }
-    };
-    if (e.isFloat) {
-      for (int64_t k = 0; k < n; ++k, next()) {
-        int64_t slot = slotOf(e, index);
-        if (e.written[slot] && std::isfinite(e.floats[slot]))
-          scale = std::max(scale, std::fabs(e.floats[slot]));
-      }
-    }
-    double bound = tolerance * scale;
-    for (int64_t k = 0; k < n; ++k, next()) {
-      int64_t es = slotOf(e, index), as = slotOf(*a, index);
-      bool same;
-      if (!e.written[es] || !a->written[as]) {
-        same = e.written[es] == a->written[as];
-      } else if (!e.isFloat) {
-        same = e.ints[es] == a->ints[as];
-      } else {
-        double x = e.floats[es], y = a->floats[as];
-        if (std::isnan(x) || std::isnan(y))
-          same = std::isnan(x) && std::isnan(y);
-        else if (std::isinf(x) || std::isinf(y))
-          same = x == y;
-        else
-          same = std::fabs(x - y) <= bound;
-      }
-      if (same)
-        continue;
-      std::string text = "first difference at " + e.name + formatIndex(index) +
-                         ": expected " + formatValue(e, es) + ", found " +
-                         formatValue(*a, as);
-      if (e.isFloat && e.written[es] && a->written[as]) {
-        llvm::raw_string_ostream os(text);
-        os << " (|difference| "
-           << llvm::format("%.3g", std::fabs(e.floats[es] - a->floats[as]))
-           << " > tolerance " << llvm::format("%.3g", bound) << ")";
-      }
-      return text;
-    }
-  }
-  return "";
-}
-
-//===----------------------------------------------------------------------===//
-// Races
-//===----------------------------------------------------------------------===//
-//
-// The interpreter runs every scope in order, so a mapping that lets iterations
-// run concurrently although they depend on each other goes unseen in its
-// outputs. The race checker executes the tree's index arithmetic alone and,
-// for every instance of a concurrent scope (parallel, vector, grid, block,
-// warp), records which iterations read and write each storage element (after
-// reuse factors: distinct elements that share a slot conflict too). Two
-// different iterations touching one element, one writing it, is a race;
-// reductions included, except that the lanes of a vector scope may reduce
-// into one element (its single operation's `+=` etc.), as Mapping.cpp states.
-
-namespace {
-class RaceChecker {
-public:
-  explicit RaceChecker(KernelOp kernel) : kernel(kernel) {
-    llvm::StringMap<unsigned> storageOf;
-    for (BufferOp buffer : kernel.getBuffers()) {
-      Storage &storage = storages.emplace_back();
-      storage.name = buffer.getSymName().str();
-      unsigned rank = buffer.getShape().size();
-      storage.stored.resize(rank);
-      storage.strides.assign(rank, 1);
-      for (unsigned d = 0; d < rank; ++d)
-        storage.stored[d] = buffer.getStoredExtent(d);
-      for (int d = int(rank) - 2; d >= 0; --d)
-        storage.strides[d] = storage.strides[d + 1] * storage.stored[d + 1];
-      for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
-        storageOf[array] = storages.size() - 1;
-    }
-    auto compile = [&](AccessAttr attr) {
-      Access access;
-      access.array = attr.getArray().getValue();
-      auto it = storageOf.find(access.array);
-      access.storage = it == storageOf.end() ? -1 : int(it->second);
-      access.forms = attr.getLinearForms();
-      return access;
-    };
-    llvm::StringMap<unsigned> ordinals;
-    kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (auto scope = dyn_cast<ScopeOp>(op)) {
-        Mapping m = scope.getMapping();
-        if (m != Mapping::seq && m != Mapping::unroll)
-          for (Operation *p = scope; isa<ScopeOp>(p); p = p->getParentOp())
-            hasConcurrent.insert(p);
-        depths[op] = scope.getDepth();
-      }
-      auto compute = dyn_cast<ComputeOp>(op);
-      if (!compute)
-        return;
-      OpInfo &info = ops[op];
-      StringRef out = compute.getOut().getArray().getValue();
-      unsigned ordinal = ordinals[out]++;
-      info.name = out.str() + (ordinal ? "#" + std::to_string(ordinal) : "");
-      for (Attribute input : compute.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input))
-          info.reads.push_back(compile(access));
-      info.write = compile(compute.getOut());
-      info.reduction = compute.getReduction() != Reduction::none;
-    });
-  }
-
-  /// Returns the first race, or an empty string.
-  std::string run() {
-    executed = 0;
-    runBlock(kernel.getBodyBlock());
-    return race;
-  }
-
-private:
-  static constexpr int64_t kNone = -1, kMany = -2;
-  struct Storage {
-    std::string name;
-    SmallVector<int64_t> stored, strides;
-  };
-  struct Access {
-    StringRef array;
-    /// Index into `storages`, -1 for an undeclared array.
-    int storage = -1;
-    SmallVector<LinearForm> forms;
-  };
-  struct OpInfo {
-    std::string name;
-    SmallVector<Access, 3> reads;
-    Access write;
-    bool reduction = false;
-  };
-  /// Who touched one storage element in the current scope instance.
-  struct Touch {
-    int64_t writer = kNone, reader = kNone;
-  };
-  /// A concurrent scope being executed.
-  struct Active {
-    ScopeOp scope;
-    unsigned depth;
-    bool vector;
-    llvm::DenseMap<uint64_t, Touch> touched;
-  };
-
-  void runBlock(Block &block) {
-    for (Operation &op : block) {
-      if (!race.empty())
-        return;
-      if (auto scope = dyn_cast<ScopeOp>(op))
-        runScope(scope);
-      else if (!active.empty() && isa<ComputeOp>(op))
-        runCompute(ops[&op]);
-    }
-  }
-
-  void runScope(ScopeOp scope) {
-    // Nothing to record outside concurrent scopes.
-    if (active.empty() && !hasConcurrent.contains(scope))
-      return;
-    Mapping mapping = scope.getMapping();
-    bool concurrent = mapping != Mapping::seq && mapping != Mapping::unroll;
-    unsigned depth = depths[scope];
-    if (iv.size() <= depth)
-      iv.resize(depth + 1);
-    if (concurrent) {
-      Active &a = active.emplace_back();
-      a.scope = scope;
-      a.depth = depth;
-      a.vector = mapping == Mapping::vector;
-    }
-    int64_t size = scope.getSize();
-    for (int64_t i = 0; i < size && race.empty(); ++i) {
-      iv[depth] = i;
-      runBlock(scope.getBodyBlock());
-    }
-    if (concurrent)
-      active.pop_back();
-  }
-
-  void runCompute(const OpInfo &op) {
-    if (++executed > maxOps) {
-      race = "the race check stopped after " + std::to_string(maxOps) +
-             " operations";
-      return;
-    }
-    for (const Access &access : op.reads)
-      touch(op, access, /*write=*/false);
-    touch(op, op.write, /*write=*/true);
-  }
-
-  void touch(const OpInfo &op, const Access &access, bool write) {
-    if (!race.empty() || access.storage < 0)
-      return;
-    const Storage &storage = storages[access.storage];
-    SmallVector<int64_t, 4> index;
-    int64_t slot = 0;
-    for (auto [d, form] : llvm::enumerate(access.forms)) {
-      int64_t x = form.constant;
-      for (auto [v, c] : llvm::enumerate(form.coeffs))
-        x += c * iv[v];
-      index.push_back(x);
-      if (d < storage.stored.size())
-        slot += (((x % storage.stored[d]) + storage.stored[d]) %
-                 storage.stored[d]) *
-                storage.strides[d];
-    }
-    uint64_t key = (uint64_t(access.storage) << 48) | uint64_t(slot);
-    bool reduction = write && op.reduction;
-    for (Active &a : active) {
-      int64_t self = iv[a.depth];
-      Touch &t = a.touched[key];
-      auto other = [&](int64_t who) { return who != kNone && who != self; };
-      bool conflict = write ? (other(t.writer) && !(a.vector && reduction)) ||
-                                  other(t.reader)
-                            : other(t.writer);
-      if (conflict) {
-        int64_t them = write && other(t.reader) ? t.reader : t.writer;
-        race = "race in the " + stringifyMapping(a.scope.getMapping()).str() +
-               " scope of size " + std::to_string(a.scope.getSize()) +
-               " at depth " + std::to_string(a.depth) + ": iteration " +
-               std::to_string(self) + " " + (write ? "writes" : "reads") + " " +
-               access.array.str() + formatIndex(index) + " (operation " +
-               op.name + ", storage slot " + std::to_string(slot) + " of '" +
-               storage.name + "'), which " +
-               (them == kMany ? "several other iterations"
-                              : "iteration " + std::to_string(them)) +
-               " " + (them == t.writer ? "write" : "read") +
-               (them == kMany ? "" : "s");
-        return;
-      }
-      int64_t &who = write ? t.writer : t.reader;
-      who = who == kNone || who == self ? self : kMany;
-    }
-  }
-
-  KernelOp kernel;
-  std::vector<Storage> storages;
-  llvm::DenseMap<Operation *, OpInfo> ops;
-  llvm::DenseMap<Operation *, unsigned> depths;
-  llvm::DenseSet<Operation *> hasConcurrent;
-  SmallVector<int64_t> iv;
-  SmallVector<Active> active;
-  uint64_t executed = 0;
-  std::string race;
-};
-} // namespace
-
-//===----------------------------------------------------------------------===//
-// Walks
+// Totals and reports
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// What went wrong in a walk or a replay.
-enum class Outcome {
-  Pass,
-  /// A replayed move that is not legal where it is applied (and that
-  /// enumerateMoves does not list either): the sequence, not the catalogue,
-  /// is wrong.
-  Illegal,
-  /// A soundness failure.
-  Fail,
+using Clock = std::chrono::steady_clock;
+
+struct SubjectTotals {
+  uint64_t walks = 0, steps = 0, failures = 0, deadEnds = 0;
+  double seconds = 0;
 };
 
-/// A kernel under test and its reference outputs.
-struct Subject {
-  std::string file;
-  std::string name;
-  ModuleOp module;
-  Outputs reference;
+/// Totals over the run.
+struct Totals {
+  uint64_t walks = 0, steps = 0, failures = 0, deadEnds = 0;
+  uint64_t jitCompiled = 0, jitSkipped = 0;
+  std::map<FailureKind, uint64_t> byKind;
+  std::map<std::string, uint64_t> applied, offered;
+  std::vector<SubjectTotals> subjects;
+  uint64_t saved = 0;
 };
-
-/// The walk in progress, for the crash handler.
-struct CrashContext {
-  const Subject *subject = nullptr;
-  int64_t walk = -1;
-  uint64_t walkSeed = 0;
-  const SmallVector<std::string> *moves = nullptr;
-  const char *stage = "";
-};
-CrashContext crashContext;
 } // namespace
 
-static KernelOp findKernel(ModuleOp module, StringRef name) {
-  KernelOp found;
-  module.walk([&](KernelOp k) {
-    if (!found && k.getSymName() == name)
-      found = k;
-  });
-  return found;
+static Totals totals;
+static std::vector<Subject> subjects;
+static Clock::time_point startTime;
+static std::optional<Clock::time_point> deadline;
+static uint64_t scheduled = 0;
+
+static double elapsedSeconds() {
+  return std::chrono::duration<double>(Clock::now() - startTime).count();
 }
 
-/// A fresh copy of the subject's module; walks never touch the original.
-static OwningOpRef<ModuleOp> cloneSubject(const Subject &subject) {
-  ModuleOp module = subject.module;
-  return module.clone();
-}
+static bool timeIsUp() { return deadline && Clock::now() >= *deadline; }
 
 static void printMoves(raw_ostream &os, ArrayRef<std::string> moves) {
   for (const std::string &m : moves)
     os << "  " << m << "\n";
 }
 
-static std::string joinMoves(ArrayRef<std::string> moves) {
-  std::string text;
-  for (const std::string &m : moves)
-    text += (text.empty() ? "" : ",") + m;
-  return text;
-}
-
-/// Kernels compiled and checked by --jit, and those it could not compile
-/// for the CPU (GPU mappings).
-static uint64_t jitCompiled = 0, jitSkipped = 0;
-
-/// Verifies, interprets and compares `kernel` with the reference.
-static Outcome checkKernel(const Subject &subject, KernelOp kernel,
-                           std::string &message) {
-  crashContext.stage = "verifying the kernel";
-  {
-    std::string diags;
-    DiagnosticCollector collect(kernel.getContext(), diags);
-    if (failed(verify(kernel))) {
-      message = "the transformed kernel does not verify:\n" + diags;
-      return Outcome::Fail;
-    }
-  }
-  crashContext.stage = "interpreting the kernel";
-  Outputs outputs;
-  std::string diags;
-  if (failed(interpret(kernel, outputs, diags))) {
-    message = "the interpreter fails on the transformed kernel:\n" + diags;
-    return Outcome::Fail;
-  }
-  crashContext.stage = "comparing outputs";
-  message = compareOutputs(subject.reference, outputs);
-  if (!message.empty())
-    return Outcome::Fail;
-  if (checkRaces) {
-    crashContext.stage = "checking races";
-    message = RaceChecker(kernel).run();
-    if (!message.empty())
-      return Outcome::Fail;
-  }
-  if (checkJit && getCPUIncompatibility(kernel))
-    ++jitSkipped;
-  if (checkJit && !getCPUIncompatibility(kernel)) {
-    ++jitCompiled;
-    crashContext.stage = "compiling and running the kernel";
-    EvaluationOptions options;
-    options.threads = 2;
-    options.warmup = 0;
-    options.repetitions = 1;
-    options.timeLimit = 60;
-    options.seed = inputSeed;
-    EvaluationResult result = evaluate(kernel, options);
-    if (result.ok())
-      compareWithReference(subject.reference, 1e-4, result);
-    if (!result.ok())
-      message = "the compiled kernel fails: " +
-                stringifyEvaluationStatus(result.status).str() + ": " +
-                result.reason;
-  }
-  return message.empty() ? Outcome::Pass : Outcome::Fail;
-}
-
-/// Applies the move written `text` to `kernel`. A refusal is a failure of the
-/// catalogue when enumerateMoves lists the move (`listed`, or asked here
-/// when null), else the sequence's fault.
-static Outcome applyText(IRRewriter &rewriter, KernelOp kernel,
-                         const std::string &text, std::optional<bool> listed,
-                         std::string &message) {
-  std::string error;
-  FailureOr<MoveInstance> move = parseMove(text, error);
-  if (failed(move)) {
-    message = "cannot parse move '" + text + "': " + error;
-    return listed.value_or(false) ? Outcome::Fail : Outcome::Illegal;
-  }
-  if (move->str() != text) {
-    message = "move '" + text + "' prints back as '" + move->str() + "'";
-    return Outcome::Fail;
-  }
-  crashContext.stage = "applying the last move";
-  if (succeeded(applyMove(rewriter, kernel, *move, error)))
-    return Outcome::Pass;
-  if (!listed)
-    listed =
-        llvm::any_of(enumerateMoves(kernel, *move->move),
-                     [&](const MoveInstance &m) { return m.str() == text; });
-  message = (*listed ? "enumerateMoves lists '" + text +
-                           "' but applyMove refuses it: "
-                     : "move '" + text + "' is illegal here: ") +
-            error;
-  return *listed ? Outcome::Fail : Outcome::Illegal;
-}
-
-/// Replays `moves` on a fresh copy of the subject and checks the result (and
-/// every intermediate kernel with --check-every-step). `involved` is set to
-/// the length of the prefix of `moves` that the outcome depends on: up to
-/// the move refused, or up to the last move before the failing check.
-static Outcome replayMoves(const Subject &subject, ArrayRef<std::string> moves,
-                           std::string &message, size_t &involved) {
-  OwningOpRef<ModuleOp> copy = cloneSubject(subject);
-  KernelOp kernel = findKernel(*copy, subject.name);
-  IRRewriter rewriter(kernel.getContext());
-  for (auto [i, text] : llvm::enumerate(moves)) {
-    involved = i + 1;
-    Outcome outcome = applyText(rewriter, kernel, text, std::nullopt, message);
-    if (outcome != Outcome::Pass)
-      return outcome;
-    if (checkEveryStep && i + 1 != moves.size() &&
-        checkKernel(subject, kernel, message) != Outcome::Pass)
-      return Outcome::Fail;
-  }
-  involved = moves.size();
-  return checkKernel(subject, kernel, message);
-}
-
-/// Removes moves from a failing sequence, one at a time, while it still
-/// fails; the result is 1-minimal.
-static SmallVector<std::string> minimizeMoves(const Subject &subject,
-                                              SmallVector<std::string> moves) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (size_t i = moves.size(); i-- > 0;) {
-      if (i >= moves.size())
-        continue;
-      SmallVector<std::string> shorter(moves);
-      shorter.erase(shorter.begin() + i);
-      std::string message;
-      size_t involved;
-      if (replayMoves(subject, shorter, message, involved) != Outcome::Fail)
-        continue;
-      shorter.resize(involved);
-      moves = std::move(shorter);
-      changed = true;
-    }
-  }
-  return moves;
-}
-
-/// The options that decide whether a replay fails, as pd-walk flags.
-static std::string getCheckOptions() {
-  std::string text = " --input-seed=" + std::to_string(inputSeed);
-  if (checkEveryStep)
-    text += " --check-every-step";
-  if (tolerance.getNumOccurrences())
-    text += " --tolerance=" + std::to_string(tolerance);
-  if (!compareWith.empty())
-    text += " --compare-with=" + compareWith;
-  return text;
-}
-
-static void reportFailure(const Subject &subject, std::optional<unsigned> walk,
-                          uint64_t walkSeed, ArrayRef<std::string> moves,
-                          const std::string &message, KernelOp transformed) {
-  raw_ostream &os = llvm::outs();
-  os << "FAILURE kernel=" << subject.name << " file=" << subject.file;
-  if (walk)
-    os << " walk=" << *walk << " seed=" << seed << " walk-seed=" << walkSeed;
-  os << " moves=" << moves.size() << "\n";
-  os << "moves:\n";
-  printMoves(os, moves);
-  os << "error: " << message;
-  if (!StringRef(message).ends_with("\n"))
+static void printMessage(raw_ostream &os, StringRef prefix,
+                         StringRef message) {
+  os << prefix << message;
+  if (!message.ends_with("\n"))
     os << "\n";
-  os << "replay: pd-walk " << subject.file << getCheckOptions()
-     << " --replay=\"" << joinMoves(moves) << "\"\n";
-  if (walk)
-    os << "replay walk: pd-walk " << subject.file << getCheckOptions()
-       << " --seed=" << seed << " --steps=" << numSteps
-       << (pickMode == PickMode::Move ? " --pick=move" : "")
-       << " --first-walk=" << *walk << " --walks=1\n";
-  if (StringRef(subject.file).ends_with(".mlir"))
-    os << "apply: pd-opt " << subject.file;
-  else
-    os << "apply: pd-translate --import-pd " << subject.file << " | pd-opt";
-  os << " --pd-apply=" << joinMoves(moves) << "\n";
-  if (transformed) {
-    os << "transformed kernel:\n";
-    std::string text;
-    llvm::raw_string_ostream ts(text);
-    std::string diags;
-    DiagnosticCollector collect(transformed.getContext(), diags);
-    if (failed(exportTextForm(transformed, ts)))
-      transformed->print(os);
-    else
-      os << text;
+}
+
+static std::string describeWalkOptions() {
+  std::string text = " --seed=" + std::to_string(seed) +
+                     " --steps=" + std::to_string(numSteps);
+  if (minSteps && minSteps < numSteps)
+    text += " --min-steps=" + std::to_string(minSteps);
+  if (pickMode == PickMode::Move)
+    text += " --pick=move";
+  if (cpuOnly)
+    text += " --cpu-only";
+  if (checkJit && jitEvery > 1)
+    text += " --jit-every=" + std::to_string(jitEvery);
+  return text;
+}
+
+/// Reduces a failure and reports (and saves) the result.
+static void reduceAndReport(const Subject &subject, const WalkRecord &record,
+                            StringRef origin) {
+  raw_ostream &os = llvm::outs();
+  if (record.kind == FailureKind::Timeout) {
+    os << "not reduced: each replay of a hang takes the time limit\n";
+    return;
   }
-  if (minimize && !moves.empty()) {
-    SmallVector<std::string> shorter =
-        minimizeMoves(subject, SmallVector<std::string>(moves));
-    os << "minimized to " << shorter.size() << " move"
-       << (shorter.size() == 1 ? "" : "s") << ":\n";
-    printMoves(os, shorter);
-    std::string shortMessage;
-    size_t at;
-    replayMoves(subject, shorter, shortMessage, at);
-    os << "minimized error: " << shortMessage;
-    if (!StringRef(shortMessage).ends_with("\n"))
-      os << "\n";
-    os << "minimized replay: pd-walk " << subject.file << getCheckOptions()
-       << " --replay=\"" << joinMoves(shorter) << "\"\n";
+  ReducedFailure red = reduceFailure(subject, record.moves, record.kind);
+  if (!red.reproduced) {
+    os << "not reproduced: a replay of the " << record.moves.size()
+       << " moves in a fresh process does not fail with a "
+       << stringifyFailureKind(record.kind) << " (after " << red.replays
+       << " replay" << (red.replays == 1 ? "" : "s") << ")\n";
+    return;
+  }
+  os << "minimized to " << red.moves.size() << " move"
+     << (red.moves.size() == 1 ? "" : "s");
+  if (red.owned)
+    os << " on " << red.subject.name << " (size " << red.subject.random->size
+       << " of " << subject.random->size << ")";
+  os << ":\n";
+  printMoves(os, red.moves);
+  printMessage(os, "minimized error: ", red.message);
+  os << "minimized replay: pd-walk " << red.subject.describe()
+     << getCheckOptions(record.kind == FailureKind::Jit) << " --replay=\""
+     << joinMoves(red.moves) << "\"\n";
+  os << "reduction: " << red.replays << " replays\n";
+  if (!saveFailures.empty()) {
+    std::string error;
+    FailureOr<std::string> path =
+        saveRegressionTest(saveFailures, red, origin, error);
+    if (failed(path)) {
+      os << "cannot save the failure: " << error << "\n";
+    } else {
+      os << "saved: " << *path << "\n";
+      ++totals.saved;
+    }
+  }
+}
+
+static void reportFailure(const Subject &subject, const WalkRecord &record) {
+  raw_ostream &os = llvm::outs();
+  os << "FAILURE kernel=" << subject.name;
+  if (subject.random)
+    os << " random-seed=" << subject.random->seed
+       << " random-size=" << subject.random->size;
+  else
+    os << " file=" << subject.file;
+  os << " walk=" << record.walk << " seed=" << seed
+     << " walk-seed=" << record.walkSeed << " moves=" << record.moves.size()
+     << " kind=" << stringifyFailureKind(record.kind) << "\n";
+  os << "moves:\n";
+  printMoves(os, record.moves);
+  printMessage(os, "error: ", record.message);
+  bool jit = record.kind == FailureKind::Jit;
+  os << "replay: pd-walk " << subject.describe() << getCheckOptions(jit)
+     << " --replay=\"" << joinMoves(record.moves) << "\"\n";
+  // With --pick=rare (or mixed) a walk depends on the walks before it.
+  if (pickMode == PickMode::Instance || pickMode == PickMode::Move)
+    os << "replay walk: pd-walk " << subject.describe()
+       << getCheckOptions(checkJit) << describeWalkOptions()
+       << " --first-walk=" << record.walk << " --walks=1\n";
+  if (!subject.random) {
+    if (StringRef(subject.file).ends_with(".mlir"))
+      os << "apply: pd-opt " << subject.file;
+    else
+      os << "apply: pd-translate --import-pd " << subject.file << " | pd-opt";
+    os << " --pd-apply=" << joinMoves(record.moves) << "\n";
+  }
+  if (!record.transformed.empty())
+    os << "transformed kernel:\n" << record.transformed;
+  os.flush();
+  if (minimize) {
+    std::string origin = "walk " + std::to_string(record.walk) + " of " +
+                         subject.name + " (" + subject.describe() +
+                         getCheckOptions(checkJit) + describeWalkOptions() +
+                         (pickMode == PickMode::Rare    ? " --pick=rare"
+                          : pickMode == PickMode::Mixed ? " --pick=mixed"
+                                                        : "") +
+                         ")";
+    reduceAndReport(subject, record, origin);
   }
   os.flush();
 }
 
-/// Prints what was running when the tool crashed (an assertion in a move,
-/// say), so that the crash can be replayed.
+static void printProgress() {
+  double t = elapsedSeconds();
+  llvm::outs() << "progress: walks=" << totals.walks << "/" << scheduled
+               << " steps=" << totals.steps
+               << " failures=" << totals.failures << " ("
+               << llvm::format("%.0f", t) << " s, "
+               << llvm::format("%.1f", t > 0 ? totals.walks / t : 0)
+               << " walks/s)\n";
+  llvm::outs().flush();
+}
+
+/// Accounts for a finished walk (run here or in a child).
+static void finishWalk(const WalkRecord &record) {
+  static uint64_t lastProgressWalks = 0;
+  static double lastProgressTime = 0;
+  const Subject &subject = subjects[record.subject];
+  SubjectTotals &st = totals.subjects[record.subject];
+  ++st.walks;
+  st.steps += record.steps;
+  st.deadEnds += record.deadEnd;
+  st.seconds += record.seconds;
+  ++totals.walks;
+  totals.steps += record.steps;
+  totals.deadEnds += record.deadEnd;
+  totals.jitCompiled += record.jitCompiled;
+  totals.jitSkipped += record.jitSkipped;
+  for (size_t i = 0; i < record.steps && i < record.moves.size(); ++i)
+    ++totals.applied[StringRef(record.moves[i]).split('@').first.str()];
+  for (auto &[name, count] : record.offered)
+    totals.offered[name] += count;
+  bool failed = record.kind != FailureKind::None;
+  if (verbose) {
+    llvm::outs() << "walk " << record.walk << " of " << subject.name
+                 << " (walk-seed " << record.walkSeed
+                 << "): " << (failed ? "FAILED" : "ok") << "\n";
+    printMoves(llvm::outs(), record.moves);
+  }
+  if (failed) {
+    ++st.failures;
+    ++totals.failures;
+    ++totals.byKind[record.kind];
+    reportFailure(subject, record);
+  }
+  bool byWalks =
+      progressWalks && totals.walks - lastProgressWalks >= progressWalks;
+  bool byTime = progressSeconds > 0 &&
+                elapsedSeconds() - lastProgressTime >= progressSeconds;
+  if (byWalks || byTime) {
+    lastProgressWalks = totals.walks;
+    lastProgressTime = elapsedSeconds();
+    printProgress();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Scheduling
+//===----------------------------------------------------------------------===//
+
+/// The walks of the run, in order: round r runs walk first-walk+r of every
+/// subject that has that many, so that a time budget cuts evenly.
+static std::vector<std::pair<unsigned, unsigned>> schedule;
+
+static void makeSchedule() {
+  unsigned rounds = 0;
+  for (const Subject &s : subjects)
+    rounds = std::max(rounds, s.walks);
+  for (unsigned r = 0; r < rounds; ++r)
+    for (auto [i, s] : llvm::enumerate(subjects))
+      if (r < s.walks)
+        schedule.push_back({unsigned(i), firstWalk + r});
+  scheduled = schedule.size();
+}
+
+/// The walk under way in this process (--isolate=false, --replay), for the
+/// crash handler.
+static struct {
+  const Subject *subject = nullptr;
+  int64_t walk = -1;
+} crashContext;
+
 static void printCrashContext(void *) {
-  const CrashContext &c = crashContext;
-  if (!c.subject)
+  if (!crashContext.subject)
     return;
-  llvm::errs() << "FAILURE (crash while " << c.stage
-               << ") kernel=" << c.subject->name << " file=" << c.subject->file;
-  if (c.walk >= 0)
-    llvm::errs() << " walk=" << c.walk << " seed=" << seed
-                 << " walk-seed=" << c.walkSeed;
-  llvm::errs() << "\nmoves so far:\n";
-  if (c.moves)
-    for (const std::string &m : *c.moves)
-      llvm::errs() << "  " << m << "\n";
+  llvm::errs() << "FAILURE (crash while " << getStage()
+               << ") kernel=" << crashContext.subject->name << " "
+               << crashContext.subject->describe();
+  if (crashContext.walk >= 0)
+    llvm::errs() << " walk=" << crashContext.walk << " seed=" << seed;
+  llvm::errs() << "\n";
+}
+
+/// Runs the walks in this process, in order.
+static void runInProcess() {
+  // Applications so far, for PickMode::Rare (totals.applied counts them
+  // when each walk is reported).
+  std::map<std::string, uint64_t> applied;
+  for (auto [subject, walk] : schedule) {
+    if (timeIsUp())
+      break;
+    crashContext.subject = &subjects[subject];
+    crashContext.walk = walk;
+    finishWalk(runWalk(subjects[subject], subject, walk, applied));
+  }
+  crashContext.subject = nullptr;
 }
 
 namespace {
-/// Totals over all kernels.
-struct Totals {
-  uint64_t kernels = 0, walks = 0, steps = 0, failures = 0, deadEnds = 0;
-  std::map<std::string, uint64_t> applied, offered;
+/// A child running a batch of walks: schedule positions [next, end).
+struct Job {
+  std::unique_ptr<ChildProcess> child;
+  size_t next = 0, end = 0;
+  /// The walk under way (its schedule position) and the moves begun so
+  /// far, the last one applied or not.
+  std::optional<size_t> current;
+  SmallVector<std::string> moves;
+  bool lastApplied = false;
+  std::string stage;
+  bool finished = false;
+  Clock::time_point lastHeard;
 };
 } // namespace
 
-/// Runs the walks of one kernel.
-static void walkKernel(const Subject &subject, Totals &totals) {
-  auto start = std::chrono::steady_clock::now();
-  uint64_t steps = 0, failures = 0, deadEnds = 0;
-  for (unsigned w = firstWalk; w < firstWalk + numWalks; ++w) {
-    uint64_t walkSeed = getWalkSeed(seed, subject.name, w);
-    std::mt19937_64 rng(walkSeed);
-    OwningOpRef<ModuleOp> copy = cloneSubject(subject);
-    KernelOp kernel = findKernel(*copy, subject.name);
-    IRRewriter rewriter(kernel.getContext());
-    SmallVector<std::string> moves;
-    crashContext.walk = w;
-    crashContext.walkSeed = walkSeed;
-    crashContext.moves = &moves;
-
-    std::string message;
-    Outcome outcome = Outcome::Pass;
-    for (unsigned s = 0; s < numSteps && outcome == Outcome::Pass; ++s) {
-      crashContext.stage = "enumerating the legal moves";
-      SmallVector<MoveInstance> legal = enumerateMoves(kernel);
-      if (cpuOnly)
-        llvm::erase_if(legal, [](const MoveInstance &m) {
-          StringRef name = m.move->getName();
-          return name.starts_with("gpu_") ||
-                 (name == "set_location" && !m.location.params.empty() &&
-                  m.location.params[0] == "shared");
-        });
-      if (legal.empty()) {
-        ++deadEnds;
-        break;
-      }
-      for (const MoveInstance &m : legal)
-        ++totals.offered[m.move->getName().str()];
-      const MoveInstance &chosen = legal[pickMove(rng, legal)];
-      moves.push_back(chosen.str());
-      outcome = applyText(rewriter, kernel, moves.back(), true, message);
-      if (outcome != Outcome::Pass)
-        break;
-      ++steps;
-      ++totals.applied[chosen.move->getName().str()];
-      if (checkEveryStep && s + 1 != numSteps)
-        outcome = checkKernel(subject, kernel, message);
-    }
-    if (outcome == Outcome::Pass)
-      outcome = checkKernel(subject, kernel, message);
-    if (verbose) {
-      llvm::outs() << "walk " << w << " of " << subject.name << " (walk-seed "
-                   << walkSeed
-                   << "): " << (outcome == Outcome::Pass ? "ok" : "FAILED")
-                   << "\n";
-      printMoves(llvm::outs(), moves);
-    }
-    if (outcome != Outcome::Pass) {
-      ++failures;
-      reportFailure(subject, w, walkSeed, moves, message, kernel);
-    }
+/// The body of a child: walks positions [from, to) of the schedule.
+static int runBatch(ChildChannel &channel, size_t from, size_t to) {
+  setChannel(&channel);
+  // Applications are counted from the ones seen so far (PickMode::Rare):
+  // totals.applied as the parent had it when it forked this child.
+  for (size_t pos = from; pos < to && !timeIsUp(); ++pos) {
+    auto [subject, walk] = schedule[pos];
+    channel.send("B " + std::to_string(pos));
+    WalkRecord record =
+        runWalk(subjects[subject], subject, walk, totals.applied);
+    channel.send("R\t" + record.encode());
   }
-  crashContext.walk = -1;
-  crashContext.moves = nullptr;
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  llvm::outs() << "kernel " << subject.name << ": walks=" << numWalks
-               << " steps=" << steps << " dead-ends=" << deadEnds
-               << " failures=" << failures << " ("
-               << llvm::format("%.2f", seconds) << " s)\n";
-  llvm::outs().flush();
-  totals.walks += numWalks;
-  totals.steps += steps;
-  totals.failures += failures;
-  totals.deadEnds += deadEnds;
+  channel.send("Z");
+  return 0;
 }
 
-/// Replays --replay on one kernel.
-static void replayKernel(const Subject &subject, Totals &totals) {
-  SmallVector<StringRef> parts;
-  StringRef(replay).split(parts, ',', -1, /*KeepEmpty=*/false);
-  SmallVector<std::string> moves;
-  for (StringRef p : parts)
-    if (!p.trim().empty())
-      moves.push_back(p.trim().str());
-  crashContext.moves = &moves;
-  std::string message;
-  size_t involved = 0;
-  Outcome outcome = replayMoves(subject, moves, message, involved);
-  totals.walks += 1;
-  totals.steps += involved - (outcome == Outcome::Illegal);
-  if (outcome == Outcome::Pass) {
-    llvm::outs() << "replay of " << moves.size() << " move"
-                 << (moves.size() == 1 ? "" : "s") << " on " << subject.name
-                 << ": ok\n";
+static bool startJob(std::vector<Job> &jobs, size_t from, size_t to) {
+  std::string error;
+  Job job;
+  job.next = from;
+  job.end = to;
+  job.lastHeard = Clock::now();
+  job.child = ChildProcess::start(
+      [&](ChildChannel &c) { return runBatch(c, from, to); }, error);
+  if (!job.child) {
+    llvm::errs() << "pd-walk: " << error << "\n";
+    return false;
+  }
+  jobs.push_back(std::move(job));
+  return true;
+}
+
+/// Handles one line from a child.
+static void handleLine(Job &job, StringRef line) {
+  if (line.consume_front("B ")) {
+    size_t pos = 0;
+    (void)line.getAsInteger(10, pos);
+    job.current = pos;
+    job.moves.clear();
+    job.stage.clear();
+    job.lastApplied = false;
+  } else if (line.consume_front("C ")) {
+    job.stage = line.str();
+  } else if (line.consume_front("M ")) {
+    job.moves.push_back(line.str());
+    job.lastApplied = false;
+  } else if (line == "A") {
+    job.lastApplied = true;
+  } else if (line.consume_front("R\t")) {
+    WalkRecord record = WalkRecord::decode(line);
+    job.next = *job.current + 1;
+    job.current.reset();
+    finishWalk(record);
+  } else if (line == "Z") {
+    job.finished = true;
+  }
+}
+
+/// A child ended or was killed: reports the walk it was in, if any, and
+/// starts a new child for the rest of its batch.
+static void endJob(std::vector<Job> &jobs, size_t index, bool timedOut) {
+  Job job = std::move(jobs[index]);
+  jobs.erase(jobs.begin() + index);
+  std::string how = job.child->wait();
+  if (!job.current) {
+    if (!job.finished && job.next < job.end)
+      llvm::errs() << "pd-walk: a child ended between walks ("
+                   << (how.empty() ? "exit status 0" : how)
+                   << "); walks " << job.next << " to " << job.end - 1
+                   << " of the schedule are skipped\n";
     return;
   }
-  ++totals.failures;
-  if (outcome == Outcome::Illegal) {
-    llvm::outs() << "ERROR kernel=" << subject.name << ": move " << involved
-                 << " of the replay: " << message << "\n";
-    return;
+  size_t pos = *job.current;
+  auto [subject, walk] = schedule[pos];
+  WalkRecord record;
+  record.subject = subject;
+  record.walk = walk;
+  record.moves = job.moves;
+  record.steps =
+      job.moves.size() - (job.moves.empty() || job.lastApplied ? 0 : 1);
+  record.kind = timedOut ? FailureKind::Timeout : FailureKind::Crash;
+  std::string stage = job.stage.empty() ? "starting the walk" : job.stage;
+  if (timedOut) {
+    llvm::raw_string_ostream(record.message)
+        << "the walk was silent for " << llvm::format("%g", double(walkTimeout))
+        << " s while " << stage << "; killed";
+  } else {
+    record.message = "the walk crashed (" +
+                     (how.empty() ? std::string("exit status 0") : how) +
+                     ") while " + stage;
+    std::string err = getCrashExcerpt(*job.child);
+    if (!err.empty())
+      record.message += ":\n" + err;
   }
-  // Show the kernel as it was when the failure was found.
-  OwningOpRef<ModuleOp> copy = cloneSubject(subject);
-  KernelOp kernel = findKernel(*copy, subject.name);
-  IRRewriter rewriter(kernel.getContext());
-  std::string ignored;
-  ArrayRef<std::string> prefix =
-      ArrayRef<std::string>(moves).take_front(involved);
-  for (const std::string &text : prefix)
-    (void)applyText(rewriter, kernel, text, std::nullopt, ignored);
-  reportFailure(subject, std::nullopt, 0, prefix, message, kernel);
+  record.walkSeed = getWalkSeed(subjects[subject].name, walk);
+  finishWalk(record);
+  if (pos + 1 < job.end && !timeIsUp())
+    startJob(jobs, pos + 1, job.end);
+}
+
+/// Runs the walks in batches in forked children, --jobs at a time.
+static void runIsolated() {
+  std::vector<Job> jobs;
+  size_t next = 0;
+  while (true) {
+    while (jobs.size() < std::max(1u, unsigned(numJobs)) &&
+           next < schedule.size() && !timeIsUp()) {
+      size_t to = std::min(schedule.size(),
+                           next + std::max(1u, unsigned(batchSize)));
+      if (!startJob(jobs, next, to))
+        return;
+      next = to;
+    }
+    if (jobs.empty())
+      break;
+    std::vector<struct pollfd> fds;
+    for (Job &job : jobs)
+      fds.push_back({job.child->getFD(), POLLIN, 0});
+    int r = poll(fds.data(), fds.size(), 200);
+    if (r < 0 && errno != EINTR)
+      break;
+    uint64_t failuresBefore = totals.failures;
+    for (size_t i = jobs.size(); i-- > 0;) {
+      Job &job = jobs[i];
+      bool ended = false;
+      if (fds[i].revents) {
+        std::vector<std::string> lines;
+        ended = !job.child->readAvailable(lines);
+        for (const std::string &line : lines)
+          handleLine(job, line);
+        job.lastHeard = Clock::now();
+      }
+      if (ended) {
+        endJob(jobs, i, /*timedOut=*/false);
+        continue;
+      }
+      double silent =
+          std::chrono::duration<double>(Clock::now() - job.lastHeard).count();
+      if (silent > walkTimeout) {
+        job.child->kill();
+        endJob(jobs, i, /*timedOut=*/true);
+      }
+    }
+    // A reduction takes a while: the children waited for us meanwhile.
+    if (totals.failures != failuresBefore)
+      for (Job &job : jobs)
+        job.lastHeard = Clock::now();
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -976,6 +695,65 @@ static OwningOpRef<ModuleOp> loadFile(StringRef filename, MLIRContext &context,
                         &context);
 }
 
+/// Replays --replay on the single subject.
+static void replaySubject(const Subject &subject) {
+  SmallVector<StringRef> parts;
+  StringRef(replay).split(parts, ',', -1, /*KeepEmpty=*/false);
+  SmallVector<std::string> moves;
+  for (StringRef p : parts)
+    if (!p.trim().empty())
+      moves.push_back(p.trim().str());
+  crashContext.subject = &subject;
+  ReplayResult result = replayMoves(subject, moves, skipIllegal, checkJit);
+  crashContext.subject = nullptr;
+  ++totals.walks;
+  ++totals.subjects[0].walks;
+  totals.steps += result.applied.size() - (result.kind == FailureKind::Refused);
+  if (result.illegal) {
+    ++totals.failures;
+    llvm::outs() << "ERROR kernel=" << subject.name << ": move "
+                 << *result.illegal + 1 << " of the replay: " << result.message
+                 << "\n";
+    return;
+  }
+  size_t skipped = moves.size() - result.applied.size();
+  if (result.kind == FailureKind::None) {
+    llvm::outs() << "replay of " << moves.size() << " move"
+                 << (moves.size() == 1 ? "" : "s") << " on " << subject.name
+                 << ": ok";
+    if (skipped)
+      llvm::outs() << " (" << skipped << " illegal, skipped)";
+    llvm::outs() << "\n";
+    return;
+  }
+  ++totals.failures;
+  ++totals.byKind[result.kind];
+  WalkRecord record;
+  record.kind = result.kind;
+  record.message = result.message;
+  record.transformed = result.transformed;
+  for (size_t i : result.applied)
+    record.moves.push_back(moves[i]);
+  record.steps = record.moves.size();
+  // Report as a walk would, without the walk.
+  raw_ostream &os = llvm::outs();
+  os << "FAILURE kernel=" << subject.name << " " << subject.describe()
+     << " moves=" << record.moves.size()
+     << " kind=" << stringifyFailureKind(record.kind) << "\n";
+  os << "moves:\n";
+  printMoves(os, record.moves);
+  printMessage(os, "error: ", record.message);
+  os << "replay: pd-walk " << subject.describe()
+     << getCheckOptions(checkJit) << " --replay=\""
+     << joinMoves(record.moves) << "\"\n";
+  if (!record.transformed.empty())
+    os << "transformed kernel:\n" << record.transformed;
+  if (minimize && !record.moves.empty())
+    reduceAndReport(subject, record, "a --replay of " +
+                                         std::to_string(moves.size()) +
+                                         " moves");
+}
+
 static int runTool(int argc, char **argv);
 
 int main(int argc, char **argv) {
@@ -987,30 +765,74 @@ static int runTool(int argc, char **argv) {
   cl::HideUnrelatedOptions(walkCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "pd-walk: random walks of legal moves, each checked against the "
-      "original kernel in the reference interpreter\n\n"
+      "pd-walk: the move fuzzer: random walks of legal moves over kernel "
+      "files and random kernels, each checked against the original kernel "
+      "in the reference interpreter (and compiled, with --jit)\n\n"
       "Float outputs match when |transformed - original| <= tolerance * the "
       "largest finite |original| of the buffer (reassociated reductions "
       "allowed); integers, NaNs, infinities and unwritten elements must match "
       "exactly.\n");
+  startTime = Clock::now();
   bool replaying = replay.getNumOccurrences() > 0;
-  if (replaying && inputFilenames.size() != 1) {
+  size_t numSubjectsGiven = inputFilenames.size() + randomKernels;
+  if (replaying && numSubjectsGiven != 1) {
     llvm::errs() << "pd-walk: --replay needs exactly one kernel file, found "
-                 << inputFilenames.size() << "\n";
+                 << numSubjectsGiven << "\n";
     return 1;
   }
+  if (!numSubjectsGiven) {
+    llvm::errs() << "pd-walk: no kernel: give kernel files or "
+                    "--random-kernels=N\n";
+    return 1;
+  }
+  if (randomIterations < 1) {
+    llvm::errs() << "pd-walk: --random-iterations=" << randomIterations
+                 << " must be at least 1\n";
+    return 1;
+  }
+  if (randomMinSize < 1 || randomMinSize > randomSize) {
+    llvm::errs() << "pd-walk: --random-min-size=" << randomMinSize
+                 << " must be between 1 and --random-size=" << randomSize
+                 << "\n";
+    return 1;
+  }
+
+  config.seed = seed;
+  config.inputSeed = inputSeed;
+  config.steps = numSteps;
+  config.minSteps =
+      minSteps ? std::min<unsigned>(minSteps, numSteps) : unsigned(numSteps);
+  config.pick = pickMode;
+  config.checkEveryStep = checkEveryStep;
+  config.checkRaces = checkRaces;
+  config.cpuOnly = cpuOnly;
+  config.jitEvery = checkJit ? std::max(1u, unsigned(jitEvery)) : 0;
+  config.tolerance = tolerance;
+  config.toleranceGiven = tolerance.getNumOccurrences() > 0;
+  config.maxOps = maxOps;
+  config.maxMiB = maxMiB;
+  config.isolate = isolate;
+  config.walkTimeout = walkTimeout;
+  config.crashOn = crashOn;
+  config.compareWith = compareWith;
+  config.generator.maxIterations = randomIterations;
+  if (timeBudget > 0)
+    deadline = startTime + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(timeBudget));
 
   registerAllMoves();
   DialectRegistry registry;
   registerAllPerfDojo(registry);
   MLIRContext context(registry);
+  // Children are forked: no thread pool may hold a lock at a fork.
+  context.disableMultithreading();
   context.loadDialect<PerfDojoDialect>();
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   llvm::sys::AddSignalHandler(printCrashContext, nullptr);
 
-  std::optional<Outputs> override;
+  std::optional<std::vector<BufferData>> override;
   if (!compareWith.empty()) {
     OwningOpRef<ModuleOp> other = loadFile(compareWith, context, sourceMgr);
     if (!other)
@@ -1031,8 +853,9 @@ static int runTool(int argc, char **argv) {
     }
   }
 
-  Totals totals;
+  // The subjects: every kernel of every file, then the random kernels.
   SmallVector<OwningOpRef<ModuleOp>> modules;
+  uint64_t brokenKernels = 0;
   for (const std::string &filename : inputFilenames) {
     modules.push_back(loadFile(filename, context, sourceMgr));
     if (!modules.back())
@@ -1053,28 +876,102 @@ static int runTool(int argc, char **argv) {
       subject.file = filename;
       subject.name = kernel.getSymName().str();
       subject.module = *modules.back();
-      crashContext.subject = &subject;
+      subject.walks = numWalks;
       std::string error;
       if (failed(interpret(kernel, subject.reference, error))) {
         llvm::outs() << "FAILURE kernel=" << subject.name
                      << " file=" << filename
                      << ": the original kernel does not run:\n"
                      << error;
-        ++totals.kernels;
-        ++totals.failures;
+        ++brokenKernels;
         continue;
       }
       if (override)
         subject.reference = *override;
-      ++totals.kernels;
-      if (!replaying)
-        walkKernel(subject, totals);
-      else
-        replayKernel(subject, totals);
-      crashContext.subject = nullptr;
+      subjects.push_back(std::move(subject));
     }
   }
+  uint64_t firstSeed =
+      randomSeed.getNumOccurrences() ? uint64_t(randomSeed) : uint64_t(seed);
+  for (unsigned i = 0; i < randomKernels; ++i) {
+    RandomOrigin origin;
+    origin.seed = firstSeed + i;
+    origin.size = randomMinSize +
+                  mixSeed(origin.seed) % (randomSize - randomMinSize + 1);
+    Subject subject;
+    subject.walks =
+        randomWalks.getNumOccurrences() ? unsigned(randomWalks) : numWalks;
+    std::string error;
+    OwningOpRef<ModuleOp> module =
+        makeRandomSubject(&context, origin, subject, error);
+    if (!module) {
+      llvm::outs() << "FAILURE kernel=" << getRandomKernelName(origin)
+                   << ": " << error << "\n";
+      ++brokenKernels;
+      continue;
+    }
+    if (!dumpKernels.empty()) {
+      SmallString<256> path(dumpKernels);
+      llvm::sys::path::append(path, subject.name + ".pd");
+      std::error_code ec = llvm::sys::fs::create_directories(dumpKernels);
+      llvm::raw_fd_ostream os(path, ec);
+      if (ec || failed(exportTextForm(module->getOperation(), os))) {
+        llvm::errs() << "pd-walk: cannot write '" << path << "'"
+                     << (ec ? ": " + ec.message() : "") << "\n";
+        return 1;
+      }
+    }
+    modules.push_back(std::move(module));
+    subjects.push_back(std::move(subject));
+  }
+  if (randomKernels)
+    llvm::outs() << "random kernels: " << randomKernels << " (seeds "
+                 << firstSeed << " to " << firstSeed + randomKernels - 1
+                 << ", sizes " << randomMinSize << " to " << randomSize
+                 << ")\n";
+  totals.failures = brokenKernels;
+  totals.subjects.resize(subjects.size());
 
+  if (replaying) {
+    if (!subjects.empty())
+      replaySubject(subjects[0]);
+  } else {
+    makeSchedule();
+    if (isolate)
+      runIsolated();
+    else
+      runInProcess();
+  }
+
+  // Per-kernel lines for files; random kernels summed, and those that
+  // failed.
+  if (!replaying) {
+    SubjectTotals randomSum;
+    uint64_t randomCount = 0;
+    for (auto [subject, st] : llvm::zip(subjects, totals.subjects)) {
+      if (subject.random) {
+        ++randomCount;
+        randomSum.walks += st.walks;
+        randomSum.steps += st.steps;
+        randomSum.deadEnds += st.deadEnds;
+        randomSum.failures += st.failures;
+        randomSum.seconds += st.seconds;
+        if (!st.failures)
+          continue;
+      }
+      llvm::outs() << "kernel " << subject.name << ": walks=" << st.walks
+                   << " steps=" << st.steps << " dead-ends=" << st.deadEnds
+                   << " failures=" << st.failures << " ("
+                   << llvm::format("%.2f", st.seconds) << " s)\n";
+    }
+    if (randomCount)
+      llvm::outs() << "random kernels: kernels=" << randomCount
+                   << " walks=" << randomSum.walks
+                   << " steps=" << randomSum.steps
+                   << " dead-ends=" << randomSum.deadEnds
+                   << " failures=" << randomSum.failures << " ("
+                   << llvm::format("%.2f", randomSum.seconds) << " s)\n";
+  }
   if (printStats) {
     llvm::outs() << "stats: dead-ends=" << totals.deadEnds << "\n";
     for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves()) {
@@ -1084,12 +981,25 @@ static int runTool(int argc, char **argv) {
                    << " offered=" << totals.offered[name] << "\n";
     }
   }
-  llvm::outs() << "summary: kernels=" << totals.kernels
+  auto count = [](FailureKind kind) { return totals.byKind[kind]; };
+  llvm::outs() << "summary: kernels=" << subjects.size() + brokenKernels
                << " walks=" << totals.walks << " steps=" << totals.steps
                << " failures=" << totals.failures;
   if (checkJit)
-    llvm::outs() << " compiled=" << jitCompiled
-                 << " not-compiled(gpu)=" << jitSkipped;
-  llvm::outs() << "\n";
+    llvm::outs() << " compiled=" << totals.jitCompiled
+                 << " not-compiled(gpu)=" << totals.jitSkipped;
+  llvm::outs() << " mismatches=" << count(FailureKind::Mismatch)
+               << " jit-mismatches=" << count(FailureKind::Jit)
+               << " crashes=" << count(FailureKind::Crash)
+               << " timeouts=" << count(FailureKind::Timeout)
+               << " invalid=" << count(FailureKind::Invalid)
+               << " races=" << count(FailureKind::Race)
+               << " interpreter-errors=" << count(FailureKind::InterpreterError)
+               << " refused=" << count(FailureKind::Refused);
+  if (!saveFailures.empty())
+    llvm::outs() << " saved=" << totals.saved;
+  llvm::outs() << " seconds=" << llvm::format("%.1f", elapsedSeconds())
+               << "\n";
+  llvm::outs().flush();
   return totals.failures ? 1 : 0;
 }
