@@ -847,6 +847,9 @@ def main():
                         "attribute")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds per tool run (default 10)")
+    p.add_argument("--timeout-scale", type=float, default=1.0,
+                   help="multiply --timeout by this: tools built with "
+                        "sanitizers run several times slower (default 1)")
     p.add_argument("--max-interp-ops", type=int, default=2_000_000,
                    help="run pd-run without --interpret=false only on kernels "
                         "of at most this many operations")
@@ -862,6 +865,7 @@ def main():
     p.add_argument("--verbose", action="store_true",
                    help="print stderr of every failure in full")
     args = p.parse_args()
+    args.timeout *= args.timeout_scale
 
     rng = random.Random(args.seed)
     if args.work_dir:

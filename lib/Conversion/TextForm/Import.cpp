@@ -189,8 +189,9 @@ OwningOpRef<ModuleOp> Importer::run() {
     else if ((word == "in" || word == "out" || word == "tmp") &&
              (lex.peek(word.size()) == ' ' || lex.peek(word.size()) == '\t'))
       result = parseBuffer(lex);
-    else if (!word.empty() && lex.line.substr(start + word.size()).ltrim(" \t")
-                                  .front() != '[')
+    else if (!word.empty() && !lex.line.substr(start + word.size())
+                                   .ltrim(" \t")
+                                   .starts_with("["))
       result = expected(lex, "a buffer role (in, out, tmp), a scope size, "
                              "'|' or an output access");
     else
