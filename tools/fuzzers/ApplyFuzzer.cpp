@@ -100,11 +100,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string options = ("moves=" + input).str();
   std::string optionsError;
   auto addPass = [&](OpPassManager &passes) {
-    return applyPass->addToPipeline(passes, options,
-                                    [&](const Twine &message) {
-                                      optionsError += message.str();
-                                      return failure();
-                                    });
+    return applyPass->addToPipeline(passes, options, [&](const Twine &message) {
+      optionsError += message.str();
+      return failure();
+    });
   };
   if (failed(addPass(pm))) {
     // llvm::cl prints some refusals itself; parse again (deterministic, and
@@ -134,10 +133,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz::require(succeeded(exportTextForm(module->getOperation(), os)),
                 "the transformed kernel does not export:\n" +
                     diagnostics.getLog());
-  fuzz::require(static_cast<bool>(
-                    importTextForm(text, "exported.pd", &context)),
-                "the exported text does not import:\n" + text + "\n" +
-                    diagnostics.getLog());
+  fuzz::require(
+      static_cast<bool>(importTextForm(text, "exported.pd", &context)),
+      "the exported text does not import:\n" + text + "\n" +
+          diagnostics.getLog());
 
   KernelOp kernel = *module->getOps<KernelOp>().begin();
   auto history = kernel->getAttrOfType<ArrayAttr>(kHistoryAttrName);

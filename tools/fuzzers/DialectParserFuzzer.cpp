@@ -51,10 +51,9 @@ static std::string reparse(const std::string &text, MLIRContext *context,
                            StringRef what) {
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, ParserConfig(context), what);
-  fuzz::require(static_cast<bool>(module), "the " + what +
-                                               " does not parse back:\n" +
-                                               text + "\n" +
-                                               diagnostics.getLog());
+  fuzz::require(static_cast<bool>(module),
+                "the " + what + " does not parse back:\n" + text + "\n" +
+                    diagnostics.getLog());
   return print(*module, /*generic=*/false);
 }
 
@@ -83,8 +82,7 @@ static void checkModule(StringRef input) {
   }
 
   std::string custom = print(*module, /*generic=*/false);
-  std::string reprinted =
-      reparse(custom, &context, diagnostics, "custom form");
+  std::string reprinted = reparse(custom, &context, diagnostics, "custom form");
   fuzz::require(custom == reprinted,
                 "the custom form is not a fixed point of parse + print:\n" +
                     custom + "\n---\n" + reprinted);
@@ -100,10 +98,10 @@ static void checkModule(StringRef input) {
     requireError("exportTextForm");
     return;
   }
-  fuzz::require(static_cast<bool>(
-                    importTextForm(text, "exported.pd", &context)),
-                "the exported text does not import:\n" + text + "\n" +
-                    diagnostics.getLog());
+  fuzz::require(
+      static_cast<bool>(importTextForm(text, "exported.pd", &context)),
+      "the exported text does not import:\n" + text + "\n" +
+          diagnostics.getLog());
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

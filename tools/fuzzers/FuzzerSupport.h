@@ -1,4 +1,4 @@
-//===- FuzzerSupport.h - Shared checks of the libFuzzer targets --*- C++ -*-===//
+//===- FuzzerSupport.h - Shared checks of the libFuzzer targets -*- C++ -*-===//
 //
 // Every fuzz target states its properties with these helpers: a violated
 // property prints what went wrong and aborts, so that libFuzzer saves the

@@ -68,9 +68,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FailureOr<MoveInstance> again = parseMove(canonical, error);
   fuzz::require(succeeded(again), "the canonical form '" + canonical +
                                       "' does not parse: " + error);
-  fuzz::require(again->str() == canonical,
-                "the canonical form '" + canonical + "' parses to '" +
-                    again->str() + "'");
+  fuzz::require(again->str() == canonical, "the canonical form '" + canonical +
+                                               "' parses to '" + again->str() +
+                                               "'");
 
   OperationFingerPrint before(kernel);
   std::string reason;

@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     diagnostics.getLog());
   std::string reexported = exportOrFail(*reimported, "a reimported kernel");
   fuzz::require(exported == reexported,
-                "export is not a fixed point of import + export:\n" +
-                    exported + "\n---\n" + reexported);
+                "export is not a fixed point of import + export:\n" + exported +
+                    "\n---\n" + reexported);
   return 0;
 }
