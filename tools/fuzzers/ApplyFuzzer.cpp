@@ -37,24 +37,6 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 
-/// kernels/softmax.pd, the kernel every move list is applied to.
-static constexpr StringLiteral kSoftmax = R"(kernel softmax
-in  x f32 [24576, 512] heap
-out y f32 [24576, 512] heap
-tmp m f32 [24576] heap
-tmp t f32 [24576, 512] heap
-tmp e f32 [24576, 512] heap
-tmp s f32 [24576] heap
-
-24576 m[{0}]=-inf
-24576 512 m[{0}]max=x[{0},{1}]
-24576 512 t[{0},{1}]=x[{0},{1}]-m[{0}]
-24576 512 e[{0},{1}]=exp(t[{0},{1}])
-24576 s[{0}]=0
-24576 512 s[{0}]+=e[{0},{1}]
-24576 512 y[{0},{1}]=e[{0},{1}]/s[{0}]
-)";
-
 static const PassInfo *applyPass;
 
 /// Runs `body` with file descriptor 2 redirected to a temporary file and
@@ -90,9 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   context.printOpOnDiagnostic(false);
   fuzz::DiagnosticRecorder diagnostics(&context);
-  OwningOpRef<ModuleOp> module =
-      importTextForm(kSoftmax, "softmax.pd", &context);
-  fuzz::require(static_cast<bool>(module), "the fixed kernel does not import");
+  OwningOpRef<ModuleOp> module = fuzz::importSoftmaxKernel(&context);
 
   PassManager pm(&context);
   // Verified below after failures too, where the pass manager would not.

@@ -11,7 +11,10 @@
 #ifndef PERFDOJO_TOOLS_FUZZERS_FUZZERSUPPORT_H
 #define PERFDOJO_TOOLS_FUZZERS_FUZZERSUPPORT_H
 
+#include "PerfDojo/Conversion/TextForm.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
@@ -35,6 +38,33 @@ namespace fuzz {
 inline void require(bool condition, const llvm::Twine &what) {
   if (!condition)
     fail(what);
+}
+
+/// kernels/softmax.pd, the fixed kernel the move targets check and apply
+/// moves on.
+inline constexpr llvm::StringLiteral kSoftmaxKernel = R"(kernel softmax
+in  x f32 [24576, 512] heap
+out y f32 [24576, 512] heap
+tmp m f32 [24576] heap
+tmp t f32 [24576, 512] heap
+tmp e f32 [24576, 512] heap
+tmp s f32 [24576] heap
+
+24576 m[{0}]=-inf
+24576 512 m[{0}]max=x[{0},{1}]
+24576 512 t[{0},{1}]=x[{0},{1}]-m[{0}]
+24576 512 e[{0},{1}]=exp(t[{0},{1}])
+24576 s[{0}]=0
+24576 512 s[{0}]+=e[{0},{1}]
+24576 512 y[{0},{1}]=e[{0},{1}]/s[{0}]
+)";
+
+/// Imports kSoftmaxKernel into `context`; aborts if it does not import.
+inline OwningOpRef<ModuleOp> importSoftmaxKernel(MLIRContext *context) {
+  OwningOpRef<ModuleOp> module =
+      importTextForm(kSoftmaxKernel, "softmax.pd", context);
+  require(static_cast<bool>(module), "the fixed kernel does not import");
+  return module;
 }
 
 /// Records every diagnostic emitted in a context while it lives, instead of

@@ -24,24 +24,6 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 
-/// kernels/softmax.pd, the kernel every move is checked on.
-static constexpr StringLiteral kSoftmax = R"(kernel softmax
-in  x f32 [24576, 512] heap
-out y f32 [24576, 512] heap
-tmp m f32 [24576] heap
-tmp t f32 [24576, 512] heap
-tmp e f32 [24576, 512] heap
-tmp s f32 [24576] heap
-
-24576 m[{0}]=-inf
-24576 512 m[{0}]max=x[{0},{1}]
-24576 512 t[{0},{1}]=x[{0},{1}]-m[{0}]
-24576 512 e[{0},{1}]=exp(t[{0},{1}])
-24576 s[{0}]=0
-24576 512 s[{0}]+=e[{0},{1}]
-24576 512 y[{0},{1}]=e[{0},{1}]/s[{0}]
-)";
-
 static MLIRContext *context;
 static ModuleOp module;
 static KernelOp kernel;
@@ -49,8 +31,7 @@ static KernelOp kernel;
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   registerAllMoves();
   context = new MLIRContext(MLIRContext::Threading::DISABLED);
-  module = importTextForm(kSoftmax, "softmax.pd", context).release();
-  fuzz::require(static_cast<bool>(module), "the fixed kernel does not import");
+  module = fuzz::importSoftmaxKernel(context).release();
   kernel = *module.getOps<KernelOp>().begin();
   return 0;
 }
