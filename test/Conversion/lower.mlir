@@ -124,6 +124,39 @@ perfdojo.kernel @gpu {
 
 // -----
 
+// Nested unrolled scopes multiply: 64 x 64 x 2 = 8,192 copies of the
+// operation, past the 4,096 the lowering accepts (LLVM would take minutes on
+// that code); it refuses with a reason instead. 64 x 64 (4,096) lowers.
+perfdojo.kernel @unrolled_too_much {
+  perfdojo.buffer in x f32 [2, 64, 64] heap
+  perfdojo.buffer out y f32 [2, 64, 64] heap
+  // expected-error @below {{the unrolled scopes would copy the kernel's operations more than 4096 times in all, which the CPU lowering refuses}}
+  perfdojo.scope 2 unroll {
+    perfdojo.scope 64 unroll {
+      perfdojo.scope 64 unroll {
+        perfdojo.compute y[{0}, {1}, {2}] = x[{0}, {1}, {2}]
+      }
+    }
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unrolled_at_the_limit
+// CHECK-NOT: scf.for
+// CHECK: return
+perfdojo.kernel @unrolled_at_the_limit {
+  perfdojo.buffer in x f32 [64, 64] heap
+  perfdojo.buffer out y f32 [64, 64] heap
+  perfdojo.scope 64 unroll {
+    perfdojo.scope 64 unroll {
+      perfdojo.compute y[{0}, {1}] = x[{0}, {1}]
+    }
+  }
+}
+
+// -----
+
 // A float max= into an element that neither the loop nor the lanes index
 // keeps four vectors of partial maxima through the loop, each taking every
 // fourth iteration (exact: max is associative and commutative, NaN

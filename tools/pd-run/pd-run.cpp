@@ -87,7 +87,8 @@ static cl::opt<unsigned> warmup("warmup", cl::desc("untimed runs first"),
                                 cl::init(1), cl::cat(jitCategory));
 static cl::opt<double>
     timeLimit("time-limit",
-              cl::desc("seconds after which the compiled runs are killed"),
+              cl::desc("seconds after which the child compiling and running "
+                       "the kernel is killed"),
               cl::init(60), cl::cat(jitCategory));
 static cl::opt<int64_t> streamingMinBytes(
     "streaming-min-bytes",

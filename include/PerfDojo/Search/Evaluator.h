@@ -28,12 +28,15 @@ struct EvaluationOptions {
   unsigned warmup = 1;
   /// Timed runs.
   unsigned repetitions = 5;
-  /// Wall-clock limit of the whole child (warm-up, runs), in seconds.
+  /// Wall-clock limit of the whole child, in seconds: for evaluate() the
+  /// lowering and JIT compilation, the warm-up and the runs; for
+  /// CompiledKernel::run the warm-up and the runs.
   double timeLimit = 60;
   /// Seed of the inputs (see InputGenerator).
   uint64_t seed = 1;
-  /// When positive: once a run (warm-up included) takes longer than this,
-  /// no further runs are made and that run's time is the only one. A
+  /// When positive: once a timed run takes longer than this, no further
+  /// runs are made and that run's time is the only one (the warm-up, which
+  /// pays one-time costs, always runs and never counts). A
   /// search sets it to a multiple of its best time: a candidate that slow
   /// is rejected either way, and timing it again would only cost time.
   double slowSeconds = 0;
@@ -104,14 +107,20 @@ public:
   /// outputs).
   void run(const EvaluationOptions &options, EvaluationResult &result) const;
 
-private:
-  CompiledKernel() = default;
+  /// An input or output of a kernel, as the compiled function takes it.
   struct Buffer {
     std::string name;
     Role role;
     Type elementType;
     SmallVector<int64_t> shape;
   };
+  /// The inputs and outputs of `kernel`, in the compiled function's order.
+  static SmallVector<Buffer> getParameters(KernelOp kernel);
+  /// The compiled function (its packed form: a pointer per argument).
+  void (*getEntry() const)(void **) { return entry; }
+
+private:
+  CompiledKernel() = default;
   std::unique_ptr<ExecutionEngine> engine;
   void (*entry)(void **) = nullptr;
   SmallVector<Buffer> buffers;
@@ -156,7 +165,11 @@ struct KernelCost {
 KernelCost getKernelCost(KernelOp kernel);
 
 /// Compile, run, and compare with `reference` when given (otherwise only
-/// check that no output is NaN), in one call.
+/// check that no output is NaN), in one call. The compilation runs in the
+/// same child process as the runs, on a copy of the kernel in a context of
+/// its own, so that the time limit covers it too and a compiler that
+/// crashes or takes too long is reported (Crash, Timeout) like a kernel
+/// that does.
 EvaluationResult evaluate(KernelOp kernel, const EvaluationOptions &options,
                           const Interpreter *reference = nullptr,
                           double tolerance = 1e-4);

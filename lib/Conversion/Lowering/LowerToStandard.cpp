@@ -124,7 +124,49 @@ static OpKind combiner(Reduction reduction);
 
 static bool isFloat(Type type) { return isa<FloatType>(getElementTypeOrSelf(type)); }
 
+/// The most copies of compute operations that unrolling may emit. Each
+/// unrolled scope copies its body (up to 64 times, the unroll move's
+/// limit), so nested unrolled scopes multiply: three of 64 would emit
+/// 262,144 copies, on which LLVM's optimizer runs for many minutes. A
+/// register tile of 2 x 4 vectors is 8 copies.
+static constexpr int64_t kMaxUnrolledCopies = 4096;
+
+/// The outermost unrolled scope around the compute operation at which the
+/// copies that unrolling emits for `kernel` pass kMaxUnrolledCopies, or
+/// null if they do not.
+static ScopeOp findExcessUnrolling(KernelOp kernel) {
+  int64_t copies = 0;
+  ScopeOp excess;
+  kernel.walk([&](ComputeOp op) {
+    int64_t n = 1;
+    ScopeOp outermost;
+    for (Operation *p = op->getParentOp(); p && p != kernel;
+         p = p->getParentOp())
+      if (auto scope = dyn_cast<ScopeOp>(p);
+          scope && scope.getMapping() == Mapping::unroll) {
+        n = std::min<int64_t>(n * int64_t(scope.getSize()),
+                              kMaxUnrolledCopies + 1);
+        outermost = scope;
+      }
+    copies = std::min(copies + n, kMaxUnrolledCopies + 1);
+    if (copies > kMaxUnrolledCopies) {
+      excess = outermost;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return excess;
+}
+
 LogicalResult KernelLowering::run() {
+  if (ScopeOp excess = findExcessUnrolling(kernel))
+    return excess.emitError()
+           << "the unrolled scopes would copy the kernel's operations more "
+              "than "
+           << kMaxUnrolledCopies
+           << " times in all, which the CPU lowering refuses (compiling "
+              "that much code takes minutes); unroll fewer or smaller "
+              "scopes";
   // The signature: inputs and outputs in declaration order.
   SmallVector<Type> arguments;
   SmallVector<BufferOp> parameters, temporaries;

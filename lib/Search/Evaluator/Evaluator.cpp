@@ -6,6 +6,7 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -199,6 +200,17 @@ std::string describeSignal(int signal) {
 }
 } // namespace
 
+SmallVector<CompiledKernel::Buffer>
+CompiledKernel::getParameters(KernelOp kernel) {
+  SmallVector<Buffer> parameters;
+  for (BufferOp buffer : kernel.getBuffers())
+    if (!buffer.isTemporary())
+      parameters.push_back({buffer.getSymName().str(), buffer.getRole(),
+                            buffer.getElementType(),
+                            SmallVector<int64_t>(buffer.getShape())});
+  return parameters;
+}
+
 FailureOr<std::unique_ptr<CompiledKernel>>
 CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
                         const EvaluationOptions &options) {
@@ -216,11 +228,7 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   (void)initialized;
 
   std::unique_ptr<CompiledKernel> compiled(new CompiledKernel());
-  for (BufferOp buffer : kernel.getBuffers())
-    if (!buffer.isTemporary())
-      compiled->buffers.push_back({buffer.getSymName().str(), buffer.getRole(),
-                                   buffer.getElementType(),
-                                   SmallVector<int64_t>(buffer.getShape())});
+  compiled->buffers = getParameters(kernel);
 
   MLIRContext *ctx = kernel.getContext();
   registerBuiltinDialectTranslation(*ctx);
@@ -277,87 +285,101 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   return compiled;
 }
 
-void CompiledKernel::run(const EvaluationOptions &options,
-                         EvaluationResult &result) const {
-  auto fail = [&](EvaluationStatus status, std::string reason) {
-    result.status = status;
-    result.reason = std::move(reason);
-  };
-  // Inputs and outputs live in private memory, filled here from the shared
-  // generator and inherited by the child; after its timed runs the child
-  // copies the outputs into memory shared with this process.
-  std::vector<std::unique_ptr<SharedMemory>> memory;
-  size_t outputBytes = 0;
-  InputGenerator generator(options.seed);
-  for (const Buffer &buffer : buffers) {
-    int64_t count = elementCount(buffer.shape);
-    unsigned width = byteWidth(buffer.elementType);
-    memory.push_back(
-        std::make_unique<SharedMemory>(count * width, /*shared=*/false));
-    if (buffer.role == Role::out)
-      outputBytes += count * width;
-    char *data = memory.back()->data;
-    if (!data)
-      return fail(EvaluationStatus::Crash,
-                  "cannot map " + std::to_string(count * width) +
-                      " bytes for buffer '" + buffer.name + "'");
-    if (buffer.role != Role::in)
-      continue;
-    ElementFormat format = ElementFormat::of(buffer.elementType);
-    bool fp = format.kind != ElementFormat::Int;
-    for (int64_t i = 0; i < count; ++i) {
-      double f = fp ? generator.nextFloat() : 0;
-      int64_t n = fp ? 0 : generator.nextInt();
-      format.store(data + i * width, f, n);
-    }
-  }
-  // Memref descriptors: allocated and aligned pointers, offset, sizes,
-  // strides.
-  std::vector<std::vector<int64_t>> descriptors;
-  for (auto [buffer, mem] : llvm::zip(buffers, memory)) {
-    std::vector<int64_t> d{reinterpret_cast<int64_t>(mem->data),
-                           reinterpret_cast<int64_t>(mem->data), 0};
-    d.insert(d.end(), buffer.shape.begin(), buffer.shape.end());
-    std::vector<int64_t> strides(buffer.shape.size(), 1);
-    for (int i = int(buffer.shape.size()) - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * buffer.shape[i + 1];
-    d.insert(d.end(), strides.begin(), strides.end());
-    descriptors.push_back(std::move(d));
-  }
-  std::vector<void *> pointers, arguments;
-  for (auto &d : descriptors)
-    pointers.push_back(d.data());
-  for (void *&p : pointers)
-    arguments.push_back(&p);
+namespace {
+/// What the child process reports through shared memory besides its times
+/// and outputs.
+struct ChildReport {
+  enum Phase : int { Compiling, Running, Done, CompileFailed };
+  volatile int phase;
+  /// How many of the times were measured (fewer than the repetitions for a
+  /// slow kernel).
+  unsigned measured;
+  double compileSeconds;
+  /// Why the compilation failed, NUL-terminated (truncated).
+  char reason[4096];
+};
 
-  unsigned reps = std::max(options.repetitions, 1u);
-  SharedMemory shared((reps + 2) * sizeof(double));
-  SharedMemory outputs(outputBytes);
-  if (!shared.data || !outputs.data)
-    return fail(EvaluationStatus::Crash, "cannot map the result area");
-  auto *times = reinterpret_cast<double *>(shared.data);
-  auto *done = times + reps;
-  // How many of `times` were measured (fewer than reps for a slow kernel).
-  auto *measured = done + 1;
-  *done = 0;
-  *measured = 0;
-
-  std::fflush(nullptr);
-  pid_t child = fork();
-  if (child < 0)
-    return fail(EvaluationStatus::Crash,
-                std::string("cannot start a child process: ") +
-                    std::strerror(errno));
-  if (child == 0) {
-    // Die quietly on a fault: the parent reports the signal (the handlers
-    // inherited from the tool would print a stack trace of the JIT code).
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) {
-      struct sigaction action = {};
-      action.sa_handler = SIG_DFL;
-      sigaction(sig, &action, nullptr);
+/// The memory of one run: the kernel's inputs and outputs in private memory,
+/// filled here from the shared generator and inherited by the child; the
+/// memref descriptors that point into them; and the area shared with the
+/// child, where it leaves its report, the times of its runs and, after
+/// them, a copy of its outputs.
+class RunArea {
+public:
+  RunArea(ArrayRef<CompiledKernel::Buffer> buffers,
+          const EvaluationOptions &options)
+      : buffers(buffers), reps(std::max(options.repetitions, 1u)) {
+    InputGenerator generator(options.seed);
+    for (const CompiledKernel::Buffer &buffer : buffers) {
+      int64_t count = elementCount(buffer.shape);
+      unsigned width = byteWidth(buffer.elementType);
+      memory.push_back(
+          std::make_unique<SharedMemory>(count * width, /*shared=*/false));
+      if (buffer.role == Role::out)
+        outputBytes += count * width;
+      char *data = memory.back()->data;
+      if (!data) {
+        error = "cannot map " + std::to_string(count * width) +
+                " bytes for buffer '" + buffer.name + "'";
+        return;
+      }
+      if (buffer.role != Role::in)
+        continue;
+      ElementFormat format = ElementFormat::of(buffer.elementType);
+      bool fp = format.kind != ElementFormat::Int;
+      for (int64_t i = 0; i < count; ++i) {
+        double f = fp ? generator.nextFloat() : 0;
+        int64_t n = fp ? 0 : generator.nextInt();
+        format.store(data + i * width, f, n);
+      }
     }
+    shared = std::make_unique<SharedMemory>(sizeof(ChildReport) +
+                                            reps * sizeof(double) +
+                                            outputBytes);
+    if (!shared->data) {
+      error = "cannot map the result area";
+      return;
+    }
+    std::memset(shared->data, 0, sizeof(ChildReport));
+    // Memref descriptors: allocated and aligned pointers, offset, sizes,
+    // strides.
+    for (auto [buffer, mem] : llvm::zip(buffers, memory)) {
+      std::vector<int64_t> d{reinterpret_cast<int64_t>(mem->data),
+                             reinterpret_cast<int64_t>(mem->data), 0};
+      d.insert(d.end(), buffer.shape.begin(), buffer.shape.end());
+      std::vector<int64_t> strides(buffer.shape.size(), 1);
+      for (int i = int(buffer.shape.size()) - 2; i >= 0; --i)
+        strides[i] = strides[i + 1] * buffer.shape[i + 1];
+      d.insert(d.end(), strides.begin(), strides.end());
+      descriptors.push_back(std::move(d));
+    }
+    for (auto &d : descriptors)
+      pointers.push_back(d.data());
+    for (void *&p : pointers)
+      arguments.push_back(&p);
+  }
+
+  /// Why the area could not be set up; empty if it was.
+  std::string error;
+
+  ChildReport *report() const {
+    return reinterpret_cast<ChildReport *>(shared->data);
+  }
+  double *times() const {
+    return reinterpret_cast<double *>(shared->data + sizeof(ChildReport));
+  }
+  char *outputs() const {
+    return shared->data + sizeof(ChildReport) + reps * sizeof(double);
+  }
+
+  /// In the child: the warm-up and timed runs of `entry`, then a copy of
+  /// the outputs; ends the process.
+  [[noreturn]] void runAndExit(void (*entry)(void **),
+                               const EvaluationOptions &options) {
     omp_set_num_threads(std::max(options.threads, 1u));
-    void (*entry)(void **) = this->entry;
+    ChildReport *r = report();
+    double *times = this->times();
+    r->phase = ChildReport::Running;
     auto timedRun = [&] {
       auto t0 = std::chrono::steady_clock::now();
       entry(arguments.data());
@@ -365,65 +387,131 @@ void CompiledKernel::run(const EvaluationOptions &options,
                                            t0)
           .count();
     };
+    // The warm-up never decides that a kernel is slow: it pays one-time
+    // costs (the OpenMP threads' start, the first touch of the outputs'
+    // pages) that can exceed slowSeconds many times for a small kernel.
+    for (unsigned i = 0; i < options.warmup; ++i)
+      (void)timedRun();
     bool slow = false;
-    for (unsigned i = 0; i < options.warmup && !slow; ++i) {
-      double t = timedRun();
-      if (options.slowSeconds > 0 && t > options.slowSeconds) {
-        times[0] = t;
-        *measured = 1;
-        slow = true;
-      }
-    }
     for (unsigned i = 0; i < reps && !slow; ++i) {
       times[i] = timedRun();
-      *measured = i + 1;
+      r->measured = i + 1;
       slow = options.slowSeconds > 0 && times[i] > options.slowSeconds;
     }
     size_t at = 0;
     for (auto [buffer, mem] : llvm::zip(buffers, memory))
       if (buffer.role == Role::out) {
-        std::memcpy(outputs.data + at, mem->data, mem->bytes);
+        std::memcpy(outputs() + at, mem->data, mem->bytes);
         at += mem->bytes;
       }
-    *done = 1;
+    r->phase = ChildReport::Done;
     _exit(0);
   }
+
+  /// In the parent: waits for `child` within the time limit (killing it
+  /// past the limit) and fills `result` from its report.
+  void collect(pid_t child, const EvaluationOptions &options,
+               EvaluationResult &result) const;
+
+private:
+  ArrayRef<CompiledKernel::Buffer> buffers;
+  unsigned reps;
+  std::vector<std::unique_ptr<SharedMemory>> memory;
+  size_t outputBytes = 0;
+  std::unique_ptr<SharedMemory> shared;
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> pointers, arguments;
+};
+
+/// In a child process: die quietly on a fault. The parent reports the
+/// signal; the handlers inherited from the tool would print a stack trace
+/// of the JIT code or the compiler.
+void restoreDefaultSignals() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) {
+    struct sigaction action = {};
+    action.sa_handler = SIG_DFL;
+    sigaction(sig, &action, nullptr);
+  }
+}
+
+/// Forks the child of a run whose memory is `area`: returns 0 in the child
+/// (with the default signal handlers), its pid in the parent, and -1 with
+/// `result` failed if the area or the child could not be set up.
+pid_t startChild(const RunArea &area, EvaluationResult &result) {
+  auto fail = [&](std::string reason) {
+    result.status = EvaluationStatus::Crash;
+    result.reason = std::move(reason);
+    return -1;
+  };
+  if (!area.error.empty())
+    return fail(area.error);
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0)
+    return fail(std::string("cannot start a child process: ") +
+                std::strerror(errno));
+  if (child == 0)
+    restoreDefaultSignals();
+  return child;
+}
+} // namespace
+
+void RunArea::collect(pid_t child, const EvaluationOptions &options,
+                      EvaluationResult &result) const {
+  auto fail = [&](EvaluationStatus status, std::string reason) {
+    result.status = status;
+    result.reason = std::move(reason);
+  };
   auto start = std::chrono::steady_clock::now();
   int status = 0;
+  const ChildReport *r = report();
   while (true) {
-    pid_t r = waitpid(child, &status, WNOHANG);
-    if (r == child)
+    pid_t w = waitpid(child, &status, WNOHANG);
+    if (w == child)
       break;
-    if (r < 0 && errno != EINTR) {
+    if (w < 0 && errno != EINTR)
       return fail(EvaluationStatus::Crash,
                   std::string("lost the child process: ") +
                       std::strerror(errno));
-    }
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();
     if (elapsed > options.timeLimit) {
+      bool compiling = r->phase == ChildReport::Compiling;
       kill(child, SIGKILL);
       waitpid(child, &status, 0);
       char limit[32];
       std::snprintf(limit, sizeof(limit), "%g", options.timeLimit);
       return fail(EvaluationStatus::Timeout,
-                  std::string("still running after the limit of ") + limit +
-                      " s; killed");
+                  std::string(compiling ? "the compilation was still "
+                                          "running after the limit of "
+                                        : "still running after the limit of ") +
+                      limit + " s; killed");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(
         elapsed < 0.01 ? 50 : elapsed < 1 ? 1000 : 10000));
   }
+  result.compileSeconds = std::max(result.compileSeconds, r->compileSeconds);
   if (WIFSIGNALED(status))
-    return fail(EvaluationStatus::Crash, describeSignal(WTERMSIG(status)));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || *done != 1)
+    return fail(EvaluationStatus::Crash,
+                describeSignal(WTERMSIG(status)) +
+                    (r->phase == ChildReport::Compiling
+                         ? " while compiling the kernel"
+                         : ""));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+      r->phase == ChildReport::CompileFailed)
+    return fail(EvaluationStatus::CompileError,
+                std::string(r->reason, strnlen(r->reason, sizeof(r->reason))));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      r->phase != ChildReport::Done)
     return fail(EvaluationStatus::Crash,
                 "the child exited with status " +
                     std::to_string(WEXITSTATUS(status)));
-  result.times.assign(times, times + unsigned(*measured));
+  const double *times = this->times();
+  result.times.assign(times, times + r->measured);
   result.outputs.clear();
-  const char *copied = outputs.data;
-  for (const Buffer &buffer : buffers) {
+  const char *copied = outputs();
+  for (const CompiledKernel::Buffer &buffer : buffers) {
     if (buffer.role != Role::out)
       continue;
     OutputData out;
@@ -441,6 +529,17 @@ void CompiledKernel::run(const EvaluationOptions &options,
     copied += count * width;
     result.outputs.push_back(std::move(out));
   }
+}
+
+void CompiledKernel::run(const EvaluationOptions &options,
+                         EvaluationResult &result) const {
+  RunArea area(buffers, options);
+  pid_t child = startChild(area, result);
+  if (child < 0)
+    return;
+  if (child == 0)
+    area.runAndExit(entry, options);
+  area.collect(child, options, result);
 }
 
 void mlir::perfdojo::compareWithReference(const Interpreter &reference,
@@ -606,11 +705,55 @@ EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
                                           const Interpreter *reference,
                                           double tolerance) {
   EvaluationResult result;
-  FailureOr<std::unique_ptr<CompiledKernel>> compiled =
-      CompiledKernel::compile(kernel, result, options);
-  if (failed(compiled))
+  // The child compiles a copy of the kernel, printed here and parsed there
+  // into a context of its own without threads: the threads of this
+  // process's context do not exist in the child.
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    // With its locations, so that the compiler's errors point into the
+    // kernel's source.
+    OwningOpRef<ModuleOp> wrapper = ModuleOp::create(kernel.getLoc());
+    wrapper->getBody()->push_back(kernel->clone());
+    wrapper->print(os, OpPrintingFlags().enableDebugInfo());
+  }
+  SmallVector<CompiledKernel::Buffer> parameters =
+      CompiledKernel::getParameters(kernel);
+  RunArea area(parameters, options);
+  pid_t child = startChild(area, result);
+  if (child < 0)
     return result;
-  (*compiled)->run(options, result);
+  if (child == 0) {
+    ChildReport *report = area.report();
+    report->phase = ChildReport::Compiling;
+    auto compileFailed = [&](StringRef reason) {
+      size_t n = std::min(reason.size(), sizeof(report->reason) - 1);
+      std::memcpy(report->reason, reason.data(), n);
+      report->reason[n] = 0;
+      report->phase = ChildReport::CompileFailed;
+      _exit(0);
+    };
+    MLIRContext context(MLIRContext::Threading::DISABLED);
+    context.getOrLoadDialect<PerfDojoDialect>();
+    std::string diagnostics;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      diagnostics += diag.str();
+      return success();
+    });
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+    if (!module || module->getOps<KernelOp>().empty())
+      compileFailed("the kernel does not parse in the compiling process: " +
+                    diagnostics);
+    EvaluationResult compiledResult;
+    FailureOr<std::unique_ptr<CompiledKernel>> compiled =
+        CompiledKernel::compile(*module->getOps<KernelOp>().begin(),
+                                compiledResult, options);
+    if (failed(compiled))
+      compileFailed(compiledResult.reason);
+    report->compileSeconds = compiledResult.compileSeconds;
+    area.runAndExit((*compiled)->getEntry(), options);
+  }
+  area.collect(child, options, result);
   if (result.ok() && reference)
     compareWithReference(*reference, tolerance, result);
   else if (result.ok())

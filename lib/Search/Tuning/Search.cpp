@@ -237,18 +237,90 @@ public:
     return score;
   }
 
+  /// Whether some access under `scope` uses the variable of depth `depth`
+  /// other than as the unit-stride index of its last dimension.
+  static bool scatters(ScopeOp scope, unsigned depth) {
+    bool scattered = false;
+    auto visit = [&](AccessAttr access) {
+      SmallVector<LinearForm> forms = access.getLinearForms();
+      for (auto [d, form] : llvm::enumerate(forms)) {
+        int64_t c = form.coeff(depth);
+        scattered |= c != 0 && (d + 1 != forms.size() || c != 1);
+      }
+    };
+    scope.walk([&](ComputeOp op) {
+      visit(op.getOut());
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          visit(access);
+    });
+    return scattered;
+  }
+
+  /// Whether the element each operation under `scope` writes depends on the
+  /// variable of depth `depth` (`all`), or whether some reduction's element
+  /// does not (`!all` with `reductionsOnly`).
+  static bool outputsUse(ScopeOp scope, unsigned depth, bool reductionsOnly) {
+    bool all = true;
+    scope.walk([&](ComputeOp op) {
+      if (reductionsOnly && op.getReduction() == Reduction::none)
+        return;
+      bool used = false;
+      for (const LinearForm &form : op.getOut().getLinearForms())
+        used |= form.coeff(depth) != 0;
+      all &= used;
+    });
+    return all;
+  }
+
   /// Interchanges nested scopes so that the one along which the operations
   /// would vectorize better (contiguityScore) moves inward: matmul's j
   /// (C and B contiguous, A invariant) below its k (A contiguous, B
-  /// scattered); softmax's row loop stays outside its columns.
+  /// scattered); softmax's row loop stays outside its columns. A variable
+  /// that would scatter an access (a batch norm's channel, the second
+  /// index of x[n, c, h, w]) does not move inward, however its results
+  /// are laid out.
   void bringContiguousInward() {
+    exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
+      ScopeOp scope = scopeOf(move);
+      if (!scope || scatters(scope, scope.getDepth()))
+        return false;
+      auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
+      return contiguityScore(scope, scope.getDepth()) >
+             contiguityScore(scope, inner.getDepth());
+    });
+  }
+
+  /// Moves the loops that index every result outside the loops some
+  /// reduction sums over: a batch norm's channel sums, mean[c] +=
+  /// x[n, c, h, w], become c outside n, so that the channel loop can run in
+  /// parallel and fuse with its neighbours.
+  void bringParallelOutward() {
     exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope)
         return false;
       auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
-      return contiguityScore(scope, scope.getDepth()) >
-             contiguityScore(scope, inner.getDepth());
+      return !outputsUse(scope, scope.getDepth(), /*reductionsOnly=*/true) &&
+             outputsUse(scope, inner.getDepth(), /*reductionsOnly=*/false);
+    });
+  }
+
+  /// Interchanges the two outer scopes of a top-level nest whose outer size
+  /// differs from its previous sibling's when that makes them equal, so
+  /// that fusion (join_scopes) can follow: the element-wise nests of a
+  /// batch norm, n outside c, line up with the channel loops before them.
+  void alignForFusion() {
+    exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
+      ScopeOp scope = scopeOf(move);
+      if (!scope || scope.getDepth() != 0)
+        return false;
+      auto previous = dyn_cast_or_null<ScopeOp>(scope->getPrevNode());
+      auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
+      return previous && previous.getSize() != scope.getSize() &&
+             previous.getSize() == inner.getSize() &&
+             outputsUse(scope, scope.getDepth(), /*reductionsOnly=*/false) &&
+             outputsUse(scope, inner.getDepth(), /*reductionsOnly=*/false);
     });
   }
 
@@ -481,7 +553,9 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.parallelize();
     return;
   case Strategy::Expert:
+    runner.bringParallelOutward();
     runner.bringContiguousInward();
+    runner.alignForFusion();
     runner.naive();
     runner.shrinkTemporaries();
     runner.vectorize();
