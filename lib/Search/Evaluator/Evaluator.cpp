@@ -491,7 +491,10 @@ void RunArea::collect(pid_t child, const EvaluationOptions &options,
     std::this_thread::sleep_for(std::chrono::microseconds(
         elapsed < 0.01 ? 50 : elapsed < 1 ? 1000 : 10000));
   }
-  result.compileSeconds = std::max(result.compileSeconds, r->compileSeconds);
+  // Only a child that compiled (evaluate()) reports a compile time; for
+  // CompiledKernel::run, compile() has set it already.
+  if (r->compileSeconds > 0)
+    result.compileSeconds = r->compileSeconds;
   if (WIFSIGNALED(status))
     return fail(EvaluationStatus::Crash,
                 describeSignal(WTERMSIG(status)) +

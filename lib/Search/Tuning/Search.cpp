@@ -211,6 +211,33 @@ public:
       rollBack();
   }
 
+  /// How an access uses the variable of depth `depth`: not at all, as the
+  /// unit-stride index of its last dimension only, or otherwise (scattered).
+  enum class AccessUse { Unused, Contiguous, Scattered };
+  static AccessUse classify(AccessAttr access, unsigned depth) {
+    SmallVector<LinearForm> forms = access.getLinearForms();
+    AccessUse use = AccessUse::Unused;
+    for (auto [d, form] : llvm::enumerate(forms)) {
+      int64_t c = form.coeff(depth);
+      if (c != 0 && (d + 1 != forms.size() || c != 1))
+        return AccessUse::Scattered;
+      if (c != 0)
+        use = AccessUse::Contiguous;
+    }
+    return use;
+  }
+
+  /// Calls `visit` on every access under `scope`, telling outputs apart.
+  static void forEachAccess(ScopeOp scope,
+                            function_ref<void(AccessAttr, bool)> visit) {
+    scope.walk([&](ComputeOp op) {
+      visit(op.getOut(), /*isOutput=*/true);
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          visit(access, /*isOutput=*/false);
+    });
+  }
+
   /// How well the operations under `scope` would vectorize along the
   /// variable of depth `depth`: +1 per access contiguous along it
   /// (coefficient 1 in the last dimension only; +2 for an output, whose
@@ -218,21 +245,17 @@ public:
   /// scatters (any other use), 0 per access it does not index.
   static int contiguityScore(ScopeOp scope, unsigned depth) {
     int score = 0;
-    auto visit = [&](AccessAttr access, int weight) {
-      SmallVector<LinearForm> forms = access.getLinearForms();
-      bool used = false, scattered = false;
-      for (auto [d, form] : llvm::enumerate(forms)) {
-        int64_t c = form.coeff(depth);
-        used |= c != 0;
-        scattered |= c != 0 && (d + 1 != forms.size() || c != 1);
+    forEachAccess(scope, [&](AccessAttr access, bool isOutput) {
+      switch (classify(access, depth)) {
+      case AccessUse::Unused:
+        return;
+      case AccessUse::Contiguous:
+        score += isOutput ? 2 : 1;
+        return;
+      case AccessUse::Scattered:
+        score -= 1;
+        return;
       }
-      score += scattered ? -1 : used ? weight : 0;
-    };
-    scope.walk([&](ComputeOp op) {
-      visit(op.getOut(), 2);
-      for (Attribute input : op.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input))
-          visit(access, 1);
     });
     return score;
   }
@@ -241,18 +264,8 @@ public:
   /// other than as the unit-stride index of its last dimension.
   static bool scatters(ScopeOp scope, unsigned depth) {
     bool scattered = false;
-    auto visit = [&](AccessAttr access) {
-      SmallVector<LinearForm> forms = access.getLinearForms();
-      for (auto [d, form] : llvm::enumerate(forms)) {
-        int64_t c = form.coeff(depth);
-        scattered |= c != 0 && (d + 1 != forms.size() || c != 1);
-      }
-    };
-    scope.walk([&](ComputeOp op) {
-      visit(op.getOut());
-      for (Attribute input : op.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input))
-          visit(access);
+    forEachAccess(scope, [&](AccessAttr access, bool) {
+      scattered |= classify(access, depth) == AccessUse::Scattered;
     });
     return scattered;
   }
