@@ -86,7 +86,7 @@ struct Interpreter::Impl {
     CompiledAccess result;
     result.buffer = arrayToBuffer.lookup(access.getArray().getValue());
     const BufferData &b = buffers[result.buffer];
-    SmallVector<LinearForm> forms = access.getLinearForms();
+    SmallVector<LinearForm> forms(access.getLinearForms());
     for (auto [d, form] : llvm::enumerate(forms)) {
       CompiledAccess::Dim dim;
       dim.coeffs.assign(form.coeffs.begin(), form.coeffs.end());

@@ -142,7 +142,7 @@ public:
       access.array = attr.getArray().getValue();
       auto it = storageOf.find(access.array);
       access.storage = it == storageOf.end() ? -1 : int(it->second);
-      access.forms = attr.getLinearForms();
+      access.forms = llvm::to_vector(attr.getLinearForms());
       return access;
     };
     llvm::StringMap<unsigned> ordinals;

@@ -225,7 +225,8 @@ LogicalResult mlir::perfdojo::canSetLocation(BufferOp buffer,
       reason = "nothing accesses the buffer";
       return failure();
     }
-    DependenceAnalysis deps(buffer->getParentOfType<KernelOp>());
+    auto sharedDeps = DependenceAnalysis::getShared(buffer->getParentOfType<KernelOp>());
+    const DependenceAnalysis &deps = *sharedDeps;
     for (ScopeOp grid : *grids) {
       unsigned depth = grid.getDepth();
       if (deps.mayConflict(ops, ops, depth, {{depth, /*aGreater=*/true}},
@@ -253,7 +254,7 @@ static void editAccesses(RewriterBase &rewriter, BufferOp buffer,
   auto rewrite = [&](AccessAttr access) -> AccessAttr {
     if (!arrays.contains(access.getArray().getValue()))
       return access;
-    SmallVector<LinearForm> forms = access.getLinearForms();
+    SmallVector<LinearForm> forms(access.getLinearForms());
     edit(forms);
     return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
   };

@@ -36,6 +36,7 @@ public:
   StringRef getInverseName() const override { return inverse; }
   LocationKind getLocationKind() const override { return kind; }
   bool locatesChild() const override { return perChild; }
+  bool isScopeLocal() const override { return scopeLocal; }
   ArrayRef<StringRef> getParamNames() const override { return params; }
   LogicalResult check(const ResolvedLocation &loc,
                       ArrayRef<std::string> values,
@@ -59,7 +60,18 @@ private:
   ApplyFn applyFn;
   ChoicesFn choicesFn;
   bool perChild;
+  bool scopeLocal = false;
+
+  friend std::unique_ptr<FunctionMove>
+  scopeLocal(std::unique_ptr<FunctionMove> move);
 };
+
+/// Marks a scope move whose check and choices read only the scope's context
+/// (Move::isScopeLocal). Every such check must be written that way.
+std::unique_ptr<FunctionMove> scopeLocal(std::unique_ptr<FunctionMove> move) {
+  move->scopeLocal = true;
+  return move;
+}
 
 /// Parses a positive integer parameter.
 std::optional<int64_t> parsePositive(StringRef text) {
@@ -99,7 +111,7 @@ SmallVector<SmallVector<std::string, 2>> tileChoices(const ResolvedLocation &loc
 
 void addMappingMove(MoveRegistry &registry, StringRef name, StringRef summary,
                     Mapping mapping) {
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       name, summary, "unset_mapping", LocationKind::Scope,
       [mapping](const ResolvedLocation &loc, ArrayRef<std::string>,
                 std::string &reason) {
@@ -108,7 +120,7 @@ void addMappingMove(MoveRegistry &registry, StringRef name, StringRef summary,
       [mapping](RewriterBase &rewriter, const ResolvedLocation &loc,
                 ArrayRef<std::string>) {
         setMapping(rewriter, loc.scope, mapping);
-      }));
+      })));
 }
 /// Parameter choices for pad_dim: one element, and up to the next multiple
 /// of 16 (a vector of f32 on AVX-512).
@@ -247,7 +259,7 @@ void registerBufferMoves(MoveRegistry &registry) {
 }
 
 void registerCopyMoves(MoveRegistry &registry) {
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "add_copy",
       "copy the tile of an array a scope reads into a new temporary before it",
       "remove_copy", LocationKind::Scope,
@@ -265,7 +277,7 @@ void registerCopyMoves(MoveRegistry &registry) {
         for (std::string &array : getCopyableArrays(loc.scope))
           choices.push_back({array, getFreshCopyName(loc.kernel, array)});
         return choices;
-      }));
+      })));
 
   registry.add(std::make_unique<FunctionMove>(
       "remove_copy",
@@ -347,7 +359,7 @@ void mlir::perfdojo::registerAllMoves() {
          ArrayRef<std::string>) { splitScope(rewriter, loc.scope, loc.op); },
       ArrayRef<StringRef>{}, nullptr, /*perChild=*/true));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "swap_nested_scopes",
       "interchange a scope with the only scope in its body",
       "swap_nested_scopes", LocationKind::Scope,
@@ -356,7 +368,7 @@ void mlir::perfdojo::registerAllMoves() {
         return canSwapNestedScopes(loc.scope, reason);
       },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
-         ArrayRef<std::string>) { swapNestedScopes(rewriter, loc.scope); }));
+         ArrayRef<std::string>) { swapNestedScopes(rewriter, loc.scope); })));
 
   registry.add(std::make_unique<FunctionMove>(
       "swap_sibling", "exchange a scope with the sibling that follows it",
@@ -374,7 +386,7 @@ void mlir::perfdojo::registerAllMoves() {
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { swapWithNext(rewriter, loc.op); }));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "tile_scope", "split a scope of N into N/t scopes of t nested inside",
       "merge_scopes", LocationKind::Scope,
       [](const ResolvedLocation &loc, ArrayRef<std::string> params,
@@ -391,17 +403,17 @@ void mlir::perfdojo::registerAllMoves() {
          ArrayRef<std::string> params) {
         tileScope(rewriter, loc.scope, *parsePositive(params[0]));
       },
-      ArrayRef<StringRef>{"size"}, tileChoices));
+      ArrayRef<StringRef>{"size"}, tileChoices)));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "merge_scopes", "merge a scope with the only scope in its body",
       "tile_scope", LocationKind::Scope,
       [](const ResolvedLocation &loc, ArrayRef<std::string>,
          std::string &reason) { return canMergeScopes(loc.scope, reason); },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
-         ArrayRef<std::string>) { mergeScopes(rewriter, loc.scope); }));
+         ArrayRef<std::string>) { mergeScopes(rewriter, loc.scope); })));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "peel_scope",
       "split a scope into its first n iterations and the rest, run after",
       "unpeel_scope", LocationKind::Scope,
@@ -424,7 +436,7 @@ void mlir::perfdojo::registerAllMoves() {
         for (int64_t count : getPeelChoices(loc.scope))
           choices.push_back({std::to_string(count)});
         return choices;
-      }));
+      })));
 
   registry.add(std::make_unique<FunctionMove>(
       "unpeel_scope",
@@ -454,7 +466,7 @@ void mlir::perfdojo::registerAllMoves() {
   registerCopyMoves(registry);
   registerSharingMoves(registry);
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "unset_mapping", "make a mapped scope sequential again",
       "unroll|parallelize|vectorize|gpu_grid|gpu_block|gpu_warp",
       LocationKind::Scope,
@@ -463,5 +475,5 @@ void mlir::perfdojo::registerAllMoves() {
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) {
         setMapping(rewriter, loc.scope, Mapping::seq);
-      }));
+      })));
 }

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
@@ -150,7 +151,8 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input);
           access && access.getArray().getValue() == array)
-        reads.push_back({access.getLinearForms(), getEnclosingExtents(op)});
+        reads.push_back({llvm::to_vector(access.getLinearForms()),
+                         getEnclosingExtents(op)});
   }
   if (reads.empty()) {
     reason = "the scope does not read '" + array.str() + "'";
@@ -218,12 +220,18 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
 
 /// True if a buffer or an array of `kernel` is named `name`.
 static bool isNameTaken(KernelOp kernel, StringRef name) {
-  for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>())
-    if (buffer.getSymName() == name ||
-        llvm::is_contained(buffer.getArrays().getAsValueRange<StringAttr>(),
-                           name))
-      return true;
-  return false;
+  auto taken = CheckCache::getShared<llvm::StringSet<>>(
+      kernel, CheckCache::Question::TakenNames, [&] {
+        llvm::StringSet<> names;
+        for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>()) {
+          names.insert(buffer.getSymName());
+          for (StringRef array :
+               buffer.getArrays().getAsValueRange<StringAttr>())
+            names.insert(array);
+        }
+        return names;
+      });
+  return taken->contains(name);
 }
 
 std::string mlir::perfdojo::getFreshCopyName(KernelOp kernel,
@@ -302,7 +310,7 @@ void mlir::perfdojo::addCopy(RewriterBase &rewriter, ScopeOp scope,
 
   // S reads the copy: index i of the array is index i - origin of the tile.
   redirectReads(rewriter, scope, array, [&](AccessAttr access) {
-    SmallVector<LinearForm> forms = access.getLinearForms();
+    SmallVector<LinearForm> forms(access.getLinearForms());
     for (auto [j, form] : llvm::enumerate(forms)) {
       form = innerPart(form, scope.getDepth());
       form.constant -= tile.low[j];
@@ -386,7 +394,7 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
   // The copy writes every element: each dimension is indexed by its own
   // scope of the dimension's size, or is one element indexed by 0.
   unsigned depth = copy.getDepth();
-  SmallVector<LinearForm> target = copy.getOut().getLinearForms();
+  SmallVector<LinearForm> target(copy.getOut().getLinearForms());
   llvm::SmallDenseSet<unsigned> vars;
   for (auto [j, form] : llvm::enumerate(target)) {
     int64_t size = buffer.getShape()[j];

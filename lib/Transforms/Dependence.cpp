@@ -28,6 +28,13 @@ DependenceAnalysis::DependenceAnalysis(KernelOp kernel) {
       arrays[name] = buffer;
 }
 
+std::shared_ptr<const DependenceAnalysis>
+DependenceAnalysis::getShared(KernelOp kernel) {
+  return CheckCache::getShared<DependenceAnalysis>(
+      kernel, CheckCache::Question::Dependence,
+      [&] { return DependenceAnalysis(kernel); });
+}
+
 namespace {
 /// How an operation touches an element.
 enum class AccessKind { Read, Write, Reduce };
@@ -190,7 +197,9 @@ private:
     // Rational infeasibility implies integer infeasibility and is much
     // cheaper to decide. A rationally feasible system whose simplex sample
     // happens to be integral (checked here against every constraint) is
-    // feasible; only the rest need the exact integer test.
+    // feasible; only the rest need the exact integer test (isIntegerEmpty:
+    // IntegerRelation::isEmpty eliminates variables rationally and may call
+    // an integer-empty system non-empty).
     Simplex simplex(poly);
     if (simplex.isEmpty())
       return false;
@@ -198,7 +207,7 @@ private:
             simplex.getSamplePointIfIntegral();
         point && point->size() == n && satisfies(poly, *point))
       return true;
-    return !poly.isEmpty();
+    return !poly.isIntegerEmpty();
   }
 
   /// Whether `point` satisfies every constraint of `poly`.
@@ -305,6 +314,67 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
   return result;
 }
 
+/// Whether equal values of `form` at the two instances force equal values of
+/// an ordered variable (see mayConflictUncached).
+static bool forcesOrderedEqual(const LinearForm &form,
+                               ArrayRef<int64_t> extentsA,
+                               ArrayRef<int64_t> extentsB, unsigned tie,
+                               ArrayRef<IterationOrder> order) {
+  // (|coefficient|, largest difference) of each own variable.
+  SmallVector<std::pair<uint64_t, uint64_t>, 8> terms;
+  bool ordered = false;
+  for (unsigned k = tie; k < form.coeffs.size(); ++k) {
+    if (!form.coeffs[k])
+      continue;
+    if (k >= extentsA.size() || k >= extentsB.size())
+      return false;
+    ordered |= llvm::any_of(
+        order, [&](const IterationOrder &o) { return o.depth == k; });
+    terms.push_back({llvm::AbsoluteValue(form.coeffs[k]),
+                     uint64_t(std::max(extentsA[k], extentsB[k]) - 1)});
+  }
+  if (!ordered)
+    return false;
+  llvm::sort(terms);
+  // Each coefficient must exceed the largest sum the smaller terms reach.
+  __int128 reach = 0;
+  for (auto [coeff, difference] : terms) {
+    if (__int128(coeff) <= reach)
+      return false;
+    reach += __int128(coeff) * difference;
+  }
+  return true;
+}
+
+/// Whether the two instances provably meet: every dimension has the same
+/// form on both sides and no form uses an ordered variable (see
+/// mayConflictUncached).
+static bool hasOrderedWitness(ArrayRef<LinearForm> fx, ArrayRef<LinearForm> fy,
+                              ArrayRef<int64_t> extentsA,
+                              ArrayRef<int64_t> extentsB, unsigned tie,
+                              ArrayRef<IterationOrder> order) {
+  for (auto [x, y] : llvm::zip_equal(fx, fy)) {
+    if (!(x == y))
+      return false;
+    for (const IterationOrder &o : order)
+      if (x.coeff(o.depth))
+        return false;
+  }
+  // The greater side's ordered variable takes 1, which its extent must
+  // allow; an order that repeats a depth is left to the exact test.
+  for (auto [i, o] : llvm::enumerate(order)) {
+    if (o.depth < tie || o.depth >= extentsA.size() ||
+        o.depth >= extentsB.size())
+      return false;
+    for (const IterationOrder &p : order.drop_front(i + 1))
+      if (p.depth == o.depth)
+        return false;
+    if ((o.aGreater ? extentsA : extentsB)[o.depth] < 2)
+      return false;
+  }
+  return true;
+}
+
 bool DependenceAnalysis::mayConflictUncached(
     ComputeOp a, ComputeOp b, ArrayRef<int64_t> extentsA,
     ArrayRef<int64_t> extentsB, unsigned tie, ArrayRef<IterationOrder> order,
@@ -320,7 +390,7 @@ bool DependenceAnalysis::mayConflictUncached(
       if (!buffer || buffer != arrays.lookup(y.attr.getArray().getValue()) ||
           (only && buffer != only))
         continue;
-      SmallVector<LinearForm> fx = x.attr.getLinearForms(),
+      ArrayRef<LinearForm> fx = x.attr.getLinearForms(),
                               fy = y.attr.getLinearForms();
       // Exact and cheap: if the index ranges of a materialized dimension do
       // not overlap, the accesses never meet.
@@ -335,28 +405,25 @@ bool DependenceAnalysis::mayConflictUncached(
       }
       if (disjoint)
         continue;
-      // Also exact and cheap: a materialized dimension indexed identically
-      // by both, through exactly one variable {k} of their own, forces
-      // a_k == b_k, which contradicts any strict order at depth k.
-      bool forcedEqual = false;
-      for (unsigned d = 0; d < fx.size() && !forcedEqual; ++d) {
-        if (reuse[d] || !(fx[d] == fy[d]))
-          continue;
-        std::optional<unsigned> own;
-        bool single = true;
-        for (unsigned k = tie; k < fx[d].coeffs.size(); ++k) {
-          if (!fx[d].coeffs[k])
-            continue;
-          single = !own.has_value();
-          own = k;
-        }
-        if (!single || !own)
-          continue;
-        forcedEqual = llvm::any_of(
-            order, [&](const IterationOrder &o) { return o.depth == *own; });
-      }
-      if (forcedEqual)
+      // Exact and cheap: a materialized dimension indexed by the same form
+      // on both sides, injective over the box of its own variables (mixed
+      // radix: each coefficient exceeds what the smaller ones can sum to),
+      // forces a_k == b_k for each of them, which contradicts a strict order
+      // at any such depth k.
+      if (llvm::any_of(llvm::seq<unsigned>(0, fx.size()), [&](unsigned d) {
+            return !reuse[d] && fx[d] == fy[d] &&
+                   forcesOrderedEqual(fx[d], extentsA, extentsB, tie, order);
+          }))
         continue;
+      // Exact and cheap the other way: when every dimension has the same
+      // form on both sides and no form uses an ordered variable, setting
+      // every own variable to 0 except the ordered ones (1 on the greater
+      // side) meets every constraint, so the accesses meet.
+      if (hasOrderedWitness(fx, fy, extentsA, extentsB, tie, order)) {
+        if (conflict)
+          *conflict = buffer.getSymName().str();
+        return true;
+      }
       ConflictSystem system(extentsA, extentsB, tie);
       for (unsigned d = 0; d < fx.size(); ++d)
         system.addSameIndex(fx[d], fy[d], reuse[d]);

@@ -53,7 +53,8 @@ static LogicalResult checkIndependent(ScopeOp scope, bool reductionsCommute,
       reductionsCommute ? CheckCache::Question::IndependentCommuting
                         : CheckCache::Question::Independent,
       [&]() -> std::optional<std::string> {
-        DependenceAnalysis deps(scope->getParentOfType<KernelOp>());
+        auto sharedDeps = DependenceAnalysis::getShared(scope->getParentOfType<KernelOp>());
+        const DependenceAnalysis &deps = *sharedDeps;
         SmallVector<ComputeOp> ops = collectComputeOps(scope);
         unsigned depth = scope.getDepth();
         std::string buffer;

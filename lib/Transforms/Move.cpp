@@ -5,6 +5,7 @@
 #include "PerfDojo/Conversion/TextForm.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -319,41 +320,210 @@ static SmallVector<Candidate> getCandidates(KernelOp kernel, LocationKind kind,
   return candidates;
 }
 
-SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
-                                                         const Move &move) {
+namespace {
+/// The context of every scope of a kernel, as Move::isScopeLocal defines it,
+/// encoded exactly (uniqued attributes by address, sizes, mappings and
+/// enumerations by value, the subtree's shape by markers) and hashed to
+/// 128 bits.
+class ScopeContexts {
+public:
+  explicit ScopeContexts(KernelOp kernel) {
+    SmallVector<uint64_t> prefix;
+    for (BufferOp buffer : kernel.getBuffers()) {
+      prefix.push_back(word(buffer.getSymNameAttr()));
+      prefix.push_back(uint64_t(buffer.getRole()));
+      prefix.push_back(word(buffer.getElementTypeAttr()));
+      prefix.push_back(word(buffer.getShapeAttr()));
+      prefix.push_back(word(buffer.getReuseAttr()));
+      prefix.push_back(uint64_t(buffer.getLocation()));
+      prefix.push_back(word(buffer.getArraysAttr()));
+    }
+    prefix.push_back(kEnd);
+    SmallVector<ScopeOp> enclosing;
+    for (Operation &op : kernel.getBody().front())
+      if (auto scope = dyn_cast<ScopeOp>(op))
+        visit(scope, prefix, enclosing);
+  }
+
+  /// The key of `scope`'s context, or nullopt where its subtree holds an
+  /// operation the encoding does not know.
+  std::optional<std::pair<uint64_t, uint64_t>> keyFor(ScopeOp scope) const {
+    auto it = hashes.find(scope);
+    if (it == hashes.end())
+      return std::nullopt;
+    return std::make_pair(it->second.lo, it->second.hi);
+  }
+
+private:
+  struct Hash128 {
+    uint64_t lo, hi;
+  };
+  static constexpr uint64_t kScope = ~uint64_t(0) - 1, kCompute = kScope - 1,
+                            kEnd = kScope - 2;
+
+  static uint64_t word(Attribute attr) {
+    return reinterpret_cast<uintptr_t>(attr.getAsOpaquePointer());
+  }
+
+  /// Appends the encoding of `op`'s subtree; false for an unknown operation.
+  static bool encode(Operation *op, SmallVectorImpl<uint64_t> &words) {
+    if (auto compute = dyn_cast<ComputeOp>(op)) {
+      words.append({kCompute, uint64_t(compute.getKind()),
+                    uint64_t(compute.getReduction()), word(compute.getOut()),
+                    word(compute.getInputs())});
+      return true;
+    }
+    auto scope = dyn_cast<ScopeOp>(op);
+    if (!scope)
+      return false;
+    words.append({kScope, uint64_t(scope.getSize()),
+                  uint64_t(scope.getMapping())});
+    for (Operation &child : scope.getBodyBlock())
+      if (!encode(&child, words))
+        return false;
+    words.push_back(kEnd);
+    return true;
+  }
+
+  void visit(ScopeOp scope, ArrayRef<uint64_t> prefix,
+             SmallVectorImpl<ScopeOp> &enclosing) {
+    SmallVector<uint64_t, 128> words(prefix.begin(), prefix.end());
+    for (ScopeOp outer : enclosing)
+      words.append({uint64_t(outer.getSize()), uint64_t(outer.getMapping())});
+    words.push_back(kEnd);
+    if (encode(scope, words)) {
+      llvm::XXH128_hash_t hash = llvm::xxh3_128bits(ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(words.data()),
+          words.size() * sizeof(uint64_t)));
+      hashes[scope] = {hash.low64, hash.high64};
+    }
+    enclosing.push_back(scope);
+    for (Operation &child : scope.getBodyBlock())
+      if (auto inner = dyn_cast<ScopeOp>(child))
+        visit(inner, prefix, enclosing);
+    enclosing.pop_back();
+  }
+
+  llvm::DenseMap<Operation *, Hash128> hashes;
+};
+
+/// The legal parameter choices of `move` at `loc`.
+using LegalParams = SmallVector<SmallVector<std::string, 2>>;
+
+/// The scope-local moves of the registry, in order.
+SmallVector<const Move *> getScopeLocalMoves() {
+  SmallVector<const Move *> moves;
+  for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
+    if (move->isScopeLocal() && move->getLocationKind() == LocationKind::Scope &&
+        !move->locatesChild())
+      moves.push_back(move.get());
+  return moves;
+}
+} // namespace
+
+/// Checks `move` at `loc` for each of its parameter choices.
+static LegalParams checkChoices(const Move &move, const ResolvedLocation &loc,
+                                std::string &reason) {
+  LegalParams legal;
+  if (move.getParamNames().empty()) {
+    if (succeeded(move.check(loc, {}, reason)))
+      legal.emplace_back();
+    return legal;
+  }
+  for (SmallVector<std::string, 2> &params : move.getParamChoices(loc))
+    if (succeeded(move.check(loc, params, reason)))
+      legal.push_back(std::move(params));
+  return legal;
+}
+
+/// The answers of every scope-local move at one scope, in the order of
+/// getScopeLocalMoves.
+using ScopeAnswers = SmallVector<LegalParams>;
+
+/// The answers at `candidate`'s scope: remembered for its context, or
+/// computed for every scope-local move and remembered.
+static std::shared_ptr<const ScopeAnswers>
+getScopeAnswers(KernelOp kernel, const Candidate &candidate,
+                ArrayRef<const Move *> scopeLocal, std::string &reason) {
+  auto contexts = CheckCache::getShared<ScopeContexts>(
+      kernel, CheckCache::Question::ScopeContexts,
+      [&] { return ScopeContexts(kernel); });
+  std::optional<std::pair<uint64_t, uint64_t>> key =
+      contexts->keyFor(candidate.resolved.scope);
+  if (!key)
+    return nullptr;
+  auto *dialect = kernel->getContext()->getLoadedDialect<PerfDojoDialect>();
+  if (std::shared_ptr<const void> known = dialect->lookupListing(*key))
+    return std::static_pointer_cast<const ScopeAnswers>(known);
+  auto answers = std::make_shared<ScopeAnswers>();
+  for (const Move *move : scopeLocal)
+    answers->push_back(checkChoices(*move, candidate.resolved, reason));
+  dialect->recordListing(*key, answers);
+  return answers;
+}
+
+/// Appends the legal instances of `move` in `kernel` to `legal`.
+static void appendLegalMoves(KernelOp kernel, const Move &move,
+                             ListingReuse reuse,
+                             SmallVectorImpl<MoveInstance> &legal) {
   CheckCache::Scope cache;
-  SmallVector<MoveInstance> legal;
-  legal.reserve(64);
   std::string reason;
   // Moves of one location kind share the candidates.
   unsigned kind = static_cast<unsigned>(move.getLocationKind()) +
                   (move.locatesChild() ? 4 : 0);
-  auto candidates = CheckCache::get<SmallVector<Candidate>>(
+  auto candidates = CheckCache::getShared<SmallVector<Candidate>>(
       kernel, CheckCache::Question(unsigned(CheckCache::Question::Candidates) + kind),
       [&] {
         return getCandidates(kernel, move.getLocationKind(),
                              move.locatesChild());
       });
-  for (Candidate &candidate : candidates) {
-    for (SmallVector<std::string, 2> &params :
-         move.getParamChoices(candidate.resolved)) {
-      if (failed(move.check(candidate.resolved, params, reason)))
-        continue;
-      MoveInstance instance{&move, candidate.location};
-      instance.location.params.assign(params.begin(), params.end());
-      legal.push_back(std::move(instance));
-    }
+  // The position of `move` among the scope-local moves, if it is one.
+  std::optional<unsigned> slot;
+  SmallVector<const Move *> scopeLocal;
+  if (reuse == ListingReuse::ScopeContext) {
+    scopeLocal = getScopeLocalMoves();
+    if (auto *it = llvm::find(scopeLocal, &move); it != scopeLocal.end())
+      slot = it - scopeLocal.begin();
   }
+  auto append = [&](const Candidate &candidate, const LegalParams &choices) {
+    for (const SmallVector<std::string, 2> &params : choices) {
+      MoveInstance &instance =
+          legal.emplace_back(MoveInstance{&move, candidate.location});
+      instance.location.params.assign(params.begin(), params.end());
+    }
+  };
+  for (const Candidate &candidate : *candidates) {
+    if (slot) {
+      // Shared by the scope-local moves of this listing.
+      auto answers = CheckCache::getShared<std::shared_ptr<const ScopeAnswers>>(
+          candidate.resolved.scope, CheckCache::Question::ScopeAnswers, [&] {
+            return getScopeAnswers(kernel, candidate, scopeLocal, reason);
+          });
+      if (*answers) {
+        append(candidate, (**answers)[*slot]);
+        continue;
+      }
+    }
+    append(candidate, checkChoices(move, candidate.resolved, reason));
+  }
+}
+
+SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
+                                                         const Move &move,
+                                                         ListingReuse reuse) {
+  SmallVector<MoveInstance> legal;
+  appendLegalMoves(kernel, move, reuse, legal);
   return legal;
 }
 
-SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel) {
+SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
+                                                         ListingReuse reuse) {
   // The checks of every move share one cache.
   CheckCache::Scope cache;
   SmallVector<MoveInstance> legal;
   legal.reserve(512);
   for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
-    llvm::append_range(legal, enumerateMoves(kernel, *move));
+    appendLegalMoves(kernel, *move, reuse, legal);
   return legal;
 }
 

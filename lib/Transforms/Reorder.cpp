@@ -60,7 +60,8 @@ LogicalResult mlir::perfdojo::canSwapNestedScopes(ScopeOp outer,
   };
   if (failed(canRewriteIndices(inner, forms, iters, reason)))
     return failure();
-  DependenceAnalysis deps(outer->getParentOfType<KernelOp>());
+  auto sharedDeps = DependenceAnalysis::getShared(outer->getParentOfType<KernelOp>());
+  const DependenceAnalysis &deps = *sharedDeps;
   SmallVector<ComputeOp> ops = collectComputeOps(inner);
   std::string buffer;
   if (deps.mayConflict(ops, ops, depth,
@@ -104,7 +105,8 @@ LogicalResult mlir::perfdojo::canSwapWithNext(Operation *first,
     return failure();
   }
   unsigned depth = getEnclosingExtents(first).size();
-  DependenceAnalysis deps(first->getParentOfType<KernelOp>());
+  auto sharedDeps = DependenceAnalysis::getShared(first->getParentOfType<KernelOp>());
+  const DependenceAnalysis &deps = *sharedDeps;
   std::string buffer;
   if (deps.mayConflict(collectComputeOps(first), collectComputeOps(second),
                        depth, {}, /*reductionsCommute=*/true, &buffer)) {

@@ -24,7 +24,8 @@ static LogicalResult checkInterleaving(KernelOp kernel,
                                        ArrayRef<ComputeOp> first,
                                        ArrayRef<ComputeOp> second,
                                        unsigned depth, std::string &reason) {
-  DependenceAnalysis deps(kernel);
+  auto sharedDeps = DependenceAnalysis::getShared(kernel);
+  const DependenceAnalysis &deps = *sharedDeps;
   std::string buffer;
   if (deps.mayConflict(first, second, depth, {{depth, /*aGreater=*/true}},
                        /*reductionsCommute=*/true, &buffer)) {
@@ -74,7 +75,8 @@ LogicalResult mlir::perfdojo::canJoinScopes(ScopeOp first,
   // above lets a later iteration of the first body update an element that
   // an earlier iteration of the second body updates, `+=` after `+=`.
   if (mapping != Mapping::seq && mapping != Mapping::unroll) {
-    DependenceAnalysis deps(kernel);
+    auto sharedDeps = DependenceAnalysis::getShared(kernel);
+    const DependenceAnalysis &deps = *sharedDeps;
     std::string buffer;
     for (bool aGreater : {false, true}) {
       if (!deps.mayConflict(a, b, depth, {{depth, aGreater}},

@@ -29,6 +29,14 @@ public:
     TileBounds,
     BufferAccesses,
     NestHeight,
+    /// The kernel's DependenceAnalysis (its array table).
+    Dependence,
+    /// The names of the kernel's buffers and arrays.
+    TakenNames,
+    /// The context keys of the kernel's scopes (enumerateMoves).
+    ScopeContexts,
+    /// The answers of the scope-local moves at a scope (enumerateMoves).
+    ScopeAnswers,
     /// The candidate locations of each kind (see LocationKind), the last
     /// two for scope moves that locate a child.
     Candidates,
@@ -49,24 +57,34 @@ public:
   };
 
   /// The answer to `question` about `op`: cached when a scope is active,
-  /// otherwise `compute()`.
+  /// otherwise `compute()`. Returns a copy; see getShared for large answers.
   template <typename T, typename Fn>
   static T get(Operation *op, Question question, Fn &&compute) {
+    if (!active())
+      return compute();
+    return *getShared<T>(op, question, std::forward<Fn>(compute));
+  }
+
+  /// As get, without copying the answer: the cached one when a scope is
+  /// active, otherwise a fresh one.
+  template <typename T, typename Fn>
+  static std::shared_ptr<const T> getShared(Operation *op, Question question,
+                                            Fn &&compute) {
     CheckCache *cache = active();
     if (!cache)
-      return compute();
+      return std::make_shared<const T>(compute());
     auto key = std::make_pair(op, static_cast<unsigned>(question));
     auto it = cache->answers.find(key);
     if (it != cache->answers.end())
-      return *static_cast<const T *>(it->second.get());
-    auto value = std::make_shared<T>(compute());
+      return std::static_pointer_cast<const T>(it->second);
+    auto value = std::make_shared<const T>(compute());
     cache->answers[key] = value;
-    return *value;
+    return value;
   }
 
 private:
   static CheckCache *&active();
-  llvm::DenseMap<std::pair<Operation *, unsigned>, std::shared_ptr<void>>
+  llvm::DenseMap<std::pair<Operation *, unsigned>, std::shared_ptr<const void>>
       answers;
 };
 

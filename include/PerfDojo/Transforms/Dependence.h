@@ -16,6 +16,7 @@
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include <memory>
 
 namespace mlir {
 namespace perfdojo {
@@ -30,6 +31,9 @@ struct IterationOrder {
 class DependenceAnalysis {
 public:
   explicit DependenceAnalysis(KernelOp kernel);
+
+  /// The analysis of `kernel`, built once per listing (see CheckCache).
+  static std::shared_ptr<const DependenceAnalysis> getShared(KernelOp kernel);
 
   /// True if an instance of `a` and an instance of `b` may access a common
   /// buffer element, at least one writing it, where the two instances share

@@ -81,6 +81,12 @@ public:
   virtual bool locatesChild() const { return false; }
   /// Names of the parameters after the location (e.g. {"size"}).
   virtual ArrayRef<StringRef> getParamNames() const { return {}; }
+  /// True for scope moves whose check and parameter choices read only the
+  /// scope's context: its subtree, the sizes and mappings of the scopes
+  /// around it, and the kernel's buffer declarations. Listing then reuses
+  /// their answers for any scope with the same context, in this state or a
+  /// later one (see enumerateMoves).
+  virtual bool isScopeLocal() const { return false; }
 
   /// Pure legality check; on refusal returns failure and sets `reason`.
   virtual LogicalResult check(const ResolvedLocation &loc,
@@ -138,11 +144,27 @@ LogicalResult checkMove(KernelOp kernel, const MoveInstance &move,
 LogicalResult applyMove(RewriterBase &rewriter, KernelOp kernel,
                         const MoveInstance &move, std::string &reason);
 
+/// How a listing may reuse earlier answers.
+enum class ListingReuse {
+  /// Scope-local moves (Move::isScopeLocal) take their legal parameters from
+  /// an earlier listing of a scope with the same context when there is one.
+  /// The answers of all of them at a scope are kept together by the dialect,
+  /// keyed by an exact encoding of the context hashed to 128 bits, for the
+  /// MLIRContext's lifetime (at most 2^18 contexts, then forgotten).
+  ScopeContext,
+  /// Every candidate is checked afresh (to verify the reuse).
+  None,
+};
+
 /// Every legal move in `kernel`, in a deterministic order, each in the
 /// canonical syntax that parseMove accepts.
-SmallVector<MoveInstance> enumerateMoves(KernelOp kernel);
+SmallVector<MoveInstance>
+enumerateMoves(KernelOp kernel,
+               ListingReuse reuse = ListingReuse::ScopeContext);
 /// The legal instances of one move.
-SmallVector<MoveInstance> enumerateMoves(KernelOp kernel, const Move &move);
+SmallVector<MoveInstance>
+enumerateMoves(KernelOp kernel, const Move &move,
+               ListingReuse reuse = ListingReuse::ScopeContext);
 
 /// Name of the kernel attribute holding the applied moves (an array of
 /// strings).

@@ -276,7 +276,7 @@ bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
     return false;
   int64_t width = type.getNumElements();
   ArrayRef<int64_t> shape = buffer.getShape();
-  SmallVector<LinearForm> forms = out.getLinearForms();
+  SmallVector<LinearForm> forms(out.getLinearForms());
   // The element offset, linearized: every scope variable other than the
   // lanes must step by a multiple of the width, and the start must be one.
   SmallVector<int64_t> strides(shape.size(), 1);
@@ -505,7 +505,7 @@ ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
     if (auto access = dyn_cast<AccessAttr>(input);
         access && bufferOf(access.getArray().getValue()) == out)
       return {};
-  SmallVector<LinearForm> forms = op.getOut().getLinearForms();
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
   unsigned lane = vec.getDepth();
   for (auto [d, form] : llvm::enumerate(forms)) {
     if (form.coeff(scope.getDepth()))
@@ -647,7 +647,7 @@ SmallVector<Value> KernelLowering::indices(AccessAttr access, int64_t lane) {
 }
 
 KernelLowering::Pattern KernelLowering::classify(AccessAttr access) {
-  SmallVector<LinearForm> forms = access.getLinearForms();
+  SmallVector<LinearForm> forms(access.getLinearForms());
   BufferOp buffer = bufferOf(access.getArray().getValue());
   bool invariant = true, contiguous = true;
   for (auto [d, form] : llvm::enumerate(forms)) {

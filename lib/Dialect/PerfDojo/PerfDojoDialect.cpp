@@ -211,6 +211,21 @@ PerfDojoDialect::lookupConflict(StringRef key) {
   return it->second;
 }
 
+std::shared_ptr<const void>
+PerfDojoDialect::lookupListing(std::pair<uint64_t, uint64_t> key) {
+  llvm::sys::SmartScopedReader<true> lock(listingsMutex);
+  return listings.lookup(key);
+}
+
+void PerfDojoDialect::recordListing(std::pair<uint64_t, uint64_t> key,
+                                    std::shared_ptr<const void> answer) {
+  llvm::sys::SmartScopedWriter<true> lock(listingsMutex);
+  // Bounded: a long search forgets and recomputes.
+  if (listings.size() >= (1u << 18))
+    listings.clear();
+  listings[key] = std::move(answer);
+}
+
 void PerfDojoDialect::recordConflict(StringRef key, bool conflict,
                                      StringRef buffer) {
   llvm::sys::SmartScopedWriter<true> lock(conflictsMutex);
@@ -220,9 +235,8 @@ void PerfDojoDialect::recordConflict(StringRef key, bool conflict,
   conflicts[key] = {conflict, buffer.str()};
 }
 
-SmallVector<LinearForm> AccessAttr::getLinearForms() const {
-  return llvm::to_vector(
-      static_cast<PerfDojoDialect &>(getDialect()).getLinearForms(getMap()));
+ArrayRef<LinearForm> AccessAttr::getLinearForms() const {
+  return static_cast<PerfDojoDialect &>(getDialect()).getLinearForms(getMap());
 }
 
 /// Renders an affine expression for a diagnostic.

@@ -586,7 +586,7 @@ static BufferOp verifyAccess(ComputeOp op, const llvm::StringMap<BufferOp> &arra
                          << count(extents.size(), "scope", "scopes");
     return nullptr;
   }
-  SmallVector<LinearForm> forms = access.getLinearForms();
+  SmallVector<LinearForm> forms(access.getLinearForms());
   for (unsigned d = 0; d < forms.size(); ++d) {
     auto [lo, hi] = forms[d].range(extents);
     if (lo < 0 || hi >= shape[d]) {

@@ -215,7 +215,7 @@ public:
   /// unit-stride index of its last dimension only, or otherwise (scattered).
   enum class AccessUse { Unused, Contiguous, Scattered };
   static AccessUse classify(AccessAttr access, unsigned depth) {
-    SmallVector<LinearForm> forms = access.getLinearForms();
+    SmallVector<LinearForm> forms(access.getLinearForms());
     AccessUse use = AccessUse::Unused;
     for (auto [d, form] : llvm::enumerate(forms)) {
       int64_t c = form.coeff(depth);
@@ -375,7 +375,7 @@ public:
           reduction.getMapping() != Mapping::seq ||
           !llvm::hasSingleElement(reduction.getBodyBlock()))
         return;
-      SmallVector<LinearForm> forms = op.getOut().getLinearForms();
+      SmallVector<LinearForm> forms(op.getOut().getLinearForms());
       bool usesReduction = false;
       for (const LinearForm &f : forms)
         usesReduction |= f.coeff(reduction.getDepth()) != 0;
@@ -431,7 +431,7 @@ public:
       q = findProductAt(id);
       if (!q)
         continue;
-      SmallVector<LinearForm> forms = q->op.getOut().getLinearForms();
+      SmallVector<LinearForm> forms(q->op.getOut().getLinearForms());
       auto isRows = [&](ScopeOp s) {
         unsigned d = s.getDepth();
         bool used = false;

@@ -38,7 +38,8 @@ def PerfDojo_AccessAttr : PerfDojo_Attr<"Access", "access"> {
                                    ::llvm::ArrayRef<LinearForm> indices);
     /// Returns the linear form of every index (the verifier guarantees
     /// linearity).
-    ::llvm::SmallVector<LinearForm> getLinearForms() const;
+    /// The index forms, owned by the dialect (valid for the context).
+    ::llvm::ArrayRef<LinearForm> getLinearForms() const;
   }];
 }
 

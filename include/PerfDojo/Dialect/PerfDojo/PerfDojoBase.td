@@ -56,7 +56,17 @@ def PerfDojo_Dialect : Dialect {
     void recordConflict(::llvm::StringRef key, bool conflict,
                         ::llvm::StringRef buffer);
 
+    /// Answers of the scope-local moves at one scope context (see
+    /// enumerateMoves), keyed by a 128-bit hash of an exact encoding of the
+    /// context; the value's type is the listing's business.
+    std::shared_ptr<const void> lookupListing(std::pair<uint64_t, uint64_t> key);
+    void recordListing(std::pair<uint64_t, uint64_t> key,
+                       std::shared_ptr<const void> answer);
+
   private:
+    ::llvm::sys::SmartRWMutex<true> listingsMutex;
+    ::llvm::DenseMap<std::pair<uint64_t, uint64_t>, std::shared_ptr<const void>>
+        listings;
     ::llvm::sys::SmartRWMutex<true> conflictsMutex;
     ::llvm::StringMap<std::pair<bool, std::string>> conflicts;
     ::llvm::sys::SmartRWMutex<true> formsMutex;
