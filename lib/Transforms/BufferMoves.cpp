@@ -21,10 +21,10 @@ using namespace mlir;
 using namespace mlir::perfdojo;
 
 /// Every compute op accessing `buffer`, with the accesses that do.
-static SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>
-getBufferAccesses(BufferOp buffer) {
-  using Accesses = SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>;
-  return CheckCache::get<Accesses>(
+using BufferAccesses =
+    SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>;
+static std::shared_ptr<const BufferAccesses> getBufferAccesses(BufferOp buffer) {
+  return CheckCache::getShared<BufferAccesses>(
       buffer, CheckCache::Question::BufferAccesses, [&] {
   llvm::StringSet<> arrays;
   for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
@@ -49,10 +49,11 @@ getBufferAccesses(BufferOp buffer) {
 static LogicalResult requireTemporary(BufferOp buffer, std::string &reason) {
   if (buffer.isTemporary())
     return success();
-  reason = "'" + buffer.getSymName().str() + "' is a kernel " +
+  return refuse(reason, [&] {
+    return "'" + buffer.getSymName().str() + "' is a kernel " +
            (buffer.isInput() ? "input" : "output") +
            "; only temporaries can be changed";
-  return failure();
+  });
 }
 
 /// Whether `stored` elements fit the buffer's location and the dialect's
@@ -100,7 +101,8 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
                           : "only a reuse factor of 1 is undone by this move";
     return failure();
   }
-  auto accesses = getBufferAccesses(buffer);
+  auto sharedAccesses = getBufferAccesses(buffer);
+  const BufferAccesses &accesses = *sharedAccesses;
   if (accesses.empty()) {
     reason = "nothing accesses the buffer";
     return failure();
@@ -207,7 +209,9 @@ LogicalResult mlir::perfdojo::canSetLocation(BufferOp buffer,
     // A block is one iteration of every grid scope around the accesses.
     std::optional<SmallVector<ScopeOp>> grids;
     SmallVector<ComputeOp> ops;
-    for (auto &[op, list] : getBufferAccesses(buffer)) {
+    auto accesses = getBufferAccesses(buffer);
+    for (const auto &[accessOp, list] : *accesses) {
+      ComputeOp op = accessOp;
       SmallVector<ScopeOp> around;
       for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
            p = p->getParentOp())
@@ -258,7 +262,9 @@ static void editAccesses(RewriterBase &rewriter, BufferOp buffer,
     edit(forms);
     return AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms);
   };
-  for (auto &[op, list] : getBufferAccesses(buffer)) {
+  auto accesses = getBufferAccesses(buffer);
+  for (const auto &[accessOp, list] : *accesses) {
+    ComputeOp op = accessOp;
     SmallVector<Attribute> inputs;
     for (Attribute input : op.getInputs())
       inputs.push_back(isa<AccessAttr>(input) ? rewrite(cast<AccessAttr>(input))
@@ -339,7 +345,9 @@ LogicalResult mlir::perfdojo::canPadDim(BufferOp buffer, unsigned dim,
 int64_t mlir::perfdojo::getUnusedTail(BufferOp buffer, unsigned dim) {
   int64_t size = buffer.getShape()[dim];
   __int128 highest = -1;
-  for (auto &[op, list] : getBufferAccesses(buffer)) {
+  auto accesses = getBufferAccesses(buffer);
+  for (const auto &[accessOp, list] : *accesses) {
+    ComputeOp op = accessOp;
     SmallVector<int64_t> extents = getEnclosingExtents(op);
     for (AccessAttr access : list)
       highest = std::max(highest, access.getLinearForms()[dim].range(extents).second);
@@ -361,7 +369,9 @@ void mlir::perfdojo::padDim(RewriterBase &rewriter, BufferOp buffer,
 SmallVector<unsigned> mlir::perfdojo::getCommonScopeDepths(BufferOp buffer) {
   SmallVector<ScopeOp> common;
   bool first = true;
-  for (auto &[op, list] : getBufferAccesses(buffer)) {
+  auto accesses = getBufferAccesses(buffer);
+  for (const auto &[accessOp, list] : *accesses) {
+    ComputeOp op = accessOp;
     SmallVector<ScopeOp> chain;
     for (Operation *p = op->getParentOp(); auto s = dyn_cast_or_null<ScopeOp>(p);
          p = p->getParentOp())
@@ -392,7 +402,7 @@ LogicalResult mlir::perfdojo::canAddDim(BufferOp buffer, unsigned position,
              std::to_string(buffer.getShape().size());
     return failure();
   }
-  if (getBufferAccesses(buffer).empty()) {
+  if (getBufferAccesses(buffer)->empty()) {
     reason = "nothing accesses the buffer";
     return failure();
   }
@@ -406,7 +416,7 @@ LogicalResult mlir::perfdojo::canAddDim(BufferOp buffer, unsigned position,
 
 void mlir::perfdojo::addDim(RewriterBase &rewriter, BufferOp buffer,
                             unsigned position, unsigned depth) {
-  ComputeOp any = getBufferAccesses(buffer).front().first;
+  ComputeOp any = getBufferAccesses(buffer)->front().first;
   int64_t size = getEnclosingScope(any, depth).getSize();
   SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
   shape.insert(shape.begin() + position, size);

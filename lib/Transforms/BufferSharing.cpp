@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringExtras.h"
@@ -38,7 +39,7 @@ struct TopLevelUses {
 };
 } // namespace
 
-static TopLevelUses getTopLevelUses(KernelOp kernel) {
+static TopLevelUses computeTopLevelUses(KernelOp kernel) {
   TopLevelUses uses;
   unsigned index = 0;
   auto note = [](SmallVector<unsigned, 2> &list, unsigned i) {
@@ -62,6 +63,13 @@ static TopLevelUses getTopLevelUses(KernelOp kernel) {
     ++index;
   }
   return uses;
+}
+
+/// computeTopLevelUses, once per listing.
+static std::shared_ptr<const TopLevelUses> getTopLevelUses(KernelOp kernel) {
+  return CheckCache::getShared<TopLevelUses>(
+      kernel, CheckCache::Question::TopLevelUses,
+      [&] { return computeTopLevelUses(kernel); });
 }
 
 /// The first and last top-level child in which any of `arrays` is used
@@ -119,42 +127,42 @@ LogicalResult mlir::perfdojo::canReuseBuffer(BufferOp buffer, StringRef array,
   for (auto candidate : kernel.getBodyBlock().getOps<BufferOp>())
     if (llvm::is_contained(getArrayNames(candidate), array))
       other = candidate;
-  if (!other) {
-    reason = "the kernel has no array '" + array.str() + "'";
-    return failure();
-  }
-  if (other == buffer) {
-    reason = "'" + array.str() + "' is already stored in '" +
+  if (!other)
+    return refuse(reason, [&] {
+      return "the kernel has no array '" + array.str() + "'";
+    });
+  if (other == buffer)
+    return refuse(reason, [&] {
+      return "'" + array.str() + "' is already stored in '" +
              buffer.getSymName().str() + "'";
-    return failure();
-  }
+    });
   for (BufferOp b : {buffer, other})
-    if (!b.isTemporary()) {
-      reason = "'" + b.getSymName().str() + "' is a kernel " +
+    if (!b.isTemporary())
+      return refuse(reason, [&] {
+        return "'" + b.getSymName().str() + "' is a kernel " +
                (b.isInput() ? "input" : "output") +
                "; only temporaries can share storage";
-      return failure();
-    }
-  if (other.getArrays().size() != 1 || other.getSymName() != array) {
-    reason = "'" + array.str() +
+      });
+  if (other.getArrays().size() != 1 || other.getSymName() != array)
+    return refuse(reason, [&] {
+      return "'" + array.str() +
              "' is not alone in a buffer of its own name; split it off first";
-    return failure();
-  }
+    });
   if (buffer.getElementType() != other.getElementType() ||
       buffer.getShape() != other.getShape() ||
       buffer.getReuse() != other.getReuse() ||
-      buffer.getLocation() != other.getLocation()) {
-    reason = "'" + array.str() + "' and '" + buffer.getSymName().str() +
+      buffer.getLocation() != other.getLocation())
+    return refuse(reason, [&] {
+      return "'" + array.str() + "' and '" + buffer.getSymName().str() +
              "' differ in element type, shape, reuse or location";
-    return failure();
-  }
+    });
   if (buffer.getLocation() == BufferLocation::shared) {
     reason = "buffers in GPU shared memory live within one grid scope and "
              "cannot be shared across top-level scopes";
     return failure();
   }
   bool earlier;
-  return checkDisjoint(getTopLevelUses(kernel), getArrayNames(buffer),
+  return checkDisjoint(*getTopLevelUses(kernel), getArrayNames(buffer),
                        {array}, earlier, reason);
 }
 
@@ -235,7 +243,8 @@ LogicalResult mlir::perfdojo::canSplitBuffer(BufferOp buffer, StringRef array,
   for (StringRef name : arrays)
     if (name != array)
       rest.push_back(name);
-  TopLevelUses uses = getTopLevelUses(kernel);
+  auto sharedUses = getTopLevelUses(kernel);
+  const TopLevelUses &uses = *sharedUses;
   bool restIsEarlier;
   if (failed(checkDisjoint(uses, rest, {array}, restIsEarlier, reason)))
     return failure();

@@ -339,13 +339,13 @@ void mlir::perfdojo::registerAllMoves() {
   if (!registry.getMoves().empty())
     return;
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "join_scopes", "fuse a scope with the next sibling scope of equal size",
       "split_scope", LocationKind::Scope,
       [](const ResolvedLocation &loc, ArrayRef<std::string>,
          std::string &reason) { return canJoinScopes(loc.scope, reason); },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
-         ArrayRef<std::string>) { joinScopes(rewriter, loc.scope); }));
+         ArrayRef<std::string>) { joinScopes(rewriter, loc.scope); })));
 
   registry.add(std::make_unique<FunctionMove>(
       "split_scope",
@@ -370,13 +370,13 @@ void mlir::perfdojo::registerAllMoves() {
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { swapNestedScopes(rewriter, loc.scope); })));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "swap_sibling", "exchange a scope with the sibling that follows it",
       "swap_sibling", LocationKind::Scope,
       [](const ResolvedLocation &loc, ArrayRef<std::string>,
          std::string &reason) { return canSwapWithNext(loc.scope, reason); },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
-         ArrayRef<std::string>) { swapWithNext(rewriter, loc.scope); }));
+         ArrayRef<std::string>) { swapWithNext(rewriter, loc.scope); })));
 
   registry.add(std::make_unique<FunctionMove>(
       "swap_ops", "exchange an operation with the sibling that follows it",
@@ -438,14 +438,14 @@ void mlir::perfdojo::registerAllMoves() {
         return choices;
       })));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "unpeel_scope",
       "join a scope with the next one when it runs the following iterations",
       "peel_scope", LocationKind::Scope,
       [](const ResolvedLocation &loc, ArrayRef<std::string>,
          std::string &reason) { return canUnpeelScope(loc.scope, reason); },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
-         ArrayRef<std::string>) { unpeelScope(rewriter, loc.scope); }));
+         ArrayRef<std::string>) { unpeelScope(rewriter, loc.scope); })));
 
   addMappingMove(registry, "unroll", "unroll a scope (:u)", Mapping::unroll);
   addMappingMove(registry, "parallelize",

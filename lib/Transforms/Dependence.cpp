@@ -8,6 +8,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::perfdojo;
 using namespace mlir::presburger;
@@ -171,17 +173,25 @@ private:
   }
 
   bool solve() const {
-    unsigned n = bounds.size();
+    // A variable that no row mentions can take any value of its (nonempty)
+    // range: leave it out, which keeps the integer test small.
+    SmallVector<int> position(bounds.size(), -1);
+    unsigned n = 0;
+    for (const Row &row : llvm::concat<const Row>(equalities, inequalities))
+      for (auto [v, c] : llvm::enumerate(row.coeffs))
+        if (c && position[v] < 0)
+          position[v] = n++;
     IntegerPolyhedron poly(PresburgerSpace::getSetSpace(n));
     auto toVector = [&](const Row &row) {
       SmallVector<int64_t> v(n + 1, 0);
-      for (unsigned i = 0; i < row.coeffs.size(); ++i)
-        v[i] = row.coeffs[i];
+      for (auto [i, c] : llvm::enumerate(row.coeffs))
+        if (c)
+          v[position[i]] = c;
       v[n] = row.constant;
       return v;
     };
-    for (unsigned v = 0; v < n; ++v) {
-      if (!bounds[v])
+    for (unsigned v = 0; v < bounds.size(); ++v) {
+      if (!bounds[v] || position[v] < 0)
         continue; // quotients are bounded through their remainders
       Row lower, upper;
       lower.add(v, 1);
@@ -207,7 +217,117 @@ private:
             simplex.getSamplePointIfIntegral();
         point && point->size() == n && satisfies(poly, *point))
       return true;
+    if (std::optional<bool> found = searchBox(position, n))
+      return *found;
     return !poly.isIntegerEmpty();
+  }
+
+  /// Decides the system exactly by a depth-first search of the box of the
+  /// variables that rows mention (`position`, `n` as in solve), pruned by
+  /// the range of each row and completed by any equality left with one
+  /// unknown. Gives up (nullopt) past a budget of nodes or on an unbounded
+  /// (quotient) variable; the exact test then decides.
+  std::optional<bool> searchBox(ArrayRef<int> position, unsigned n) const {
+    SmallVector<int64_t, 16> extent(n);
+    for (auto [v, p] : llvm::enumerate(position)) {
+      if (p < 0)
+        continue;
+      if (!bounds[v])
+        return std::nullopt;
+      extent[p] = bounds[v];
+    }
+    struct Constraint {
+      SmallVector<std::pair<unsigned, int64_t>, 8> terms;
+      int64_t constant;
+      bool equality;
+    };
+    SmallVector<Constraint, 8> rows;
+    for (auto [list, equality] :
+         {std::make_pair(&equalities, true), std::make_pair(&inequalities, false)})
+      for (const Row &row : *list) {
+        Constraint c{{}, row.constant, equality};
+        for (auto [v, coeff] : llvm::enumerate(row.coeffs))
+          if (coeff)
+            c.terms.push_back({unsigned(position[v]), coeff});
+        rows.push_back(std::move(c));
+      }
+    SmallVector<std::optional<int64_t>, 16> value(n);
+    unsigned budget = 4096;
+    // The range of a row's value over the unassigned variables.
+    auto range = [&](const Constraint &c) {
+      __int128 lo = c.constant, hi = c.constant;
+      for (auto [p, coeff] : c.terms) {
+        if (value[p]) {
+          lo += __int128(coeff) * *value[p];
+          hi += __int128(coeff) * *value[p];
+        } else if (coeff > 0) {
+          hi += __int128(coeff) * (extent[p] - 1);
+        } else {
+          lo += __int128(coeff) * (extent[p] - 1);
+        }
+      }
+      return std::make_pair(lo, hi);
+    };
+    std::function<std::optional<bool>()> search =
+        [&]() -> std::optional<bool> {
+      if (budget-- == 0)
+        return std::nullopt;
+      for (const Constraint &c : rows) {
+        auto [lo, hi] = range(c);
+        if (hi < 0 || (c.equality && lo > 0))
+          return false;
+      }
+      // An equality with one unknown fixes it.
+      for (const Constraint &c : rows) {
+        if (!c.equality)
+          continue;
+        std::optional<std::pair<unsigned, int64_t>> unknown;
+        unsigned count = 0;
+        __int128 rest = c.constant;
+        for (auto [p, coeff] : c.terms) {
+          if (value[p]) {
+            rest += __int128(coeff) * *value[p];
+          } else {
+            unknown = {p, coeff};
+            ++count;
+          }
+        }
+        if (count != 1)
+          continue;
+        auto [p, coeff] = *unknown;
+        if (rest % coeff != 0)
+          return false;
+        __int128 x = -rest / coeff;
+        if (x < 0 || x >= extent[p])
+          return false;
+        value[p] = int64_t(x);
+        std::optional<bool> result = search();
+        value[p].reset();
+        return result;
+      }
+      // Otherwise branch on the unassigned variable of smallest extent.
+      std::optional<unsigned> next;
+      for (unsigned p = 0; p < n; ++p)
+        if (!value[p] && (!next || extent[p] < extent[*next]))
+          next = p;
+      if (!next) {
+        return llvm::all_of(rows, [&](const Constraint &c) {
+          auto [lo, hi] = range(c);
+          return c.equality ? lo == 0 : lo >= 0;
+        });
+      }
+      for (int64_t x = 0; x < extent[*next]; ++x) {
+        value[*next] = x;
+        std::optional<bool> result = search();
+        if (!result || *result) {
+          value[*next].reset();
+          return result;
+        }
+      }
+      value[*next].reset();
+      return false;
+    };
+    return search();
   }
 
   /// Whether `point` satisfies every constraint of `poly`.

@@ -74,19 +74,19 @@ static LogicalResult checkIndependent(ScopeOp scope, bool reductionsCommute,
 LogicalResult mlir::perfdojo::canSetMapping(ScopeOp scope, Mapping mapping,
                                             std::string &reason) {
   assert(mapping != Mapping::seq && "use canUnsetMapping");
-  if (scope.getMapping() != Mapping::seq) {
-    reason = "the scope is already mapped (" +
+  if (scope.getMapping() != Mapping::seq)
+    return refuse(reason, [&] {
+      return "the scope is already mapped (" +
              stringifyMapping(scope.getMapping()).str() + "); unset it first";
-    return failure();
-  }
+    });
   int64_t size = scope.getSize();
   switch (mapping) {
   case Mapping::unroll:
-    if (size > 64) {
-      reason = "unrolling is limited to 64 iterations, the scope has " +
+    if (size > 64)
+      return refuse(reason, [&] {
+        return "unrolling is limited to 64 iterations, the scope has " +
                std::to_string(size);
-      return failure();
-    }
+      });
     break;
   case Mapping::vector: {
     Block &body = scope.getBodyBlock();
@@ -94,19 +94,19 @@ LogicalResult mlir::perfdojo::canSetMapping(ScopeOp scope, Mapping mapping,
       reason = "a vector scope must wrap exactly one operation";
       return failure();
     }
-    if (size < 2 || size > 64 || !llvm::isPowerOf2_64(size)) {
-      reason = "vector widths are powers of two from 2 to 64, the scope has " +
+    if (size < 2 || size > 64 || !llvm::isPowerOf2_64(size))
+      return refuse(reason, [&] {
+        return "vector widths are powers of two from 2 to 64, the scope has " +
                std::to_string(size);
-      return failure();
-    }
+      });
     break;
   }
   case Mapping::warp:
-    if (size > 32) {
-      reason = "a warp has at most 32 lanes, the scope has " +
+    if (size > 32)
+      return refuse(reason, [&] {
+        return "a warp has at most 32 lanes, the scope has " +
                std::to_string(size);
-      return failure();
-    }
+      });
     break;
   default:
     break;

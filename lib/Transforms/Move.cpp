@@ -321,8 +321,9 @@ static SmallVector<Candidate> getCandidates(KernelOp kernel, LocationKind kind,
 }
 
 namespace {
-/// The context of every scope of a kernel, as Move::isScopeLocal defines it,
-/// encoded exactly (uniqued attributes by address, sizes, mappings and
+/// The context of every scope of a kernel, as Move::isScopeLocal defines it
+/// (the buffer declarations, the sizes and mappings of the enclosing scopes,
+/// the scope's subtree and its next sibling's), encoded exactly (uniqued attributes by address, sizes, mappings and
 /// enumerations by value, the subtree's shape by markers) and hashed to
 /// 128 bits.
 class ScopeContexts {
@@ -391,7 +392,8 @@ private:
     for (ScopeOp outer : enclosing)
       words.append({uint64_t(outer.getSize()), uint64_t(outer.getMapping())});
     words.push_back(kEnd);
-    if (encode(scope, words)) {
+    Operation *next = scope->getNextNode();
+    if (encode(scope, words) && (!next || encode(next, words))) {
       llvm::XXH128_hash_t hash = llvm::xxh3_128bits(ArrayRef<uint8_t>(
           reinterpret_cast<const uint8_t *>(words.data()),
           words.size() * sizeof(uint64_t)));
@@ -467,7 +469,8 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
                              ListingReuse reuse,
                              SmallVectorImpl<MoveInstance> &legal) {
   CheckCache::Scope cache;
-  std::string reason;
+  // The reasons of refusals are not used; one buffer serves every listing.
+  static thread_local std::string reason;
   // Moves of one location kind share the candidates.
   unsigned kind = static_cast<unsigned>(move.getLocationKind()) +
                   (move.locatesChild() ? 4 : 0);

@@ -13,8 +13,10 @@
 #define PERFDOJO_TRANSFORMS_CHECKCACHE_H
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/DenseMap.h"
 #include <memory>
+#include <string>
 
 namespace mlir {
 namespace perfdojo {
@@ -37,6 +39,8 @@ public:
     ScopeContexts,
     /// The answers of the scope-local moves at a scope (enumerateMoves).
     ScopeAnswers,
+    /// The top-level uses of each array (buffer sharing).
+    TopLevelUses,
     /// The candidate locations of each kind (see LocationKind), the last
     /// two for scope moves that locate a child.
     Candidates,
@@ -55,6 +59,11 @@ public:
   private:
     std::unique_ptr<CheckCache> owned;
   };
+
+  /// Whether a scope is active, i.e. a listing runs. A listing discards
+  /// the reasons of refused checks, so refusals need not build them (see
+  /// refuse).
+  static bool isActive() { return active() != nullptr; }
 
   /// The answer to `question` about `op`: cached when a scope is active,
   /// otherwise `compute()`. Returns a copy; see getShared for large answers.
@@ -87,6 +96,15 @@ private:
   llvm::DenseMap<std::pair<Operation *, unsigned>, std::shared_ptr<const void>>
       answers;
 };
+
+/// Fails with the reason `message()` builds, or, while a listing runs
+/// (whose refusals' reasons are discarded), without building it.
+template <typename Fn>
+LogicalResult refuse(std::string &reason, Fn &&message) {
+  if (!CheckCache::isActive())
+    reason = message();
+  return failure();
+}
 
 } // namespace perfdojo
 } // namespace mlir

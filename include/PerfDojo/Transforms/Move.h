@@ -82,8 +82,9 @@ public:
   /// Names of the parameters after the location (e.g. {"size"}).
   virtual ArrayRef<StringRef> getParamNames() const { return {}; }
   /// True for scope moves whose check and parameter choices read only the
-  /// scope's context: its subtree, the sizes and mappings of the scopes
-  /// around it, and the kernel's buffer declarations. Listing then reuses
+  /// scope's context: its subtree, the subtree of its next sibling, the
+  /// sizes and mappings of the scopes around it, and the kernel's buffer
+  /// declarations. Listing then reuses
   /// their answers for any scope with the same context, in this state or a
   /// later one (see enumerateMoves).
   virtual bool isScopeLocal() const { return false; }
