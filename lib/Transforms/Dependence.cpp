@@ -8,7 +8,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include "llvm/ADT/EquivalenceClasses.h"
 #include <functional>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -223,10 +225,11 @@ private:
   }
 
   /// Decides the system exactly by a depth-first search of the box of the
-  /// variables that rows mention (`position`, `n` as in solve), pruned by
-  /// the range of each row and completed by any equality left with one
-  /// unknown. Gives up (nullopt) past a budget of nodes or on an unbounded
-  /// (quotient) variable; the exact test then decides.
+  /// variables that rows mention (`position`, `n` as in solve), one group
+  /// of rows sharing variables at a time, pruned by the range of each row
+  /// and the divisibility of each equality, and completed by any equality
+  /// left with one unknown. Gives up (nullopt) past a budget of nodes or on
+  /// an unbounded (quotient) variable; the exact test then decides.
   std::optional<bool> searchBox(ArrayRef<int> position, unsigned n) const {
     SmallVector<int64_t, 16> extent(n);
     for (auto [v, p] : llvm::enumerate(position)) {
@@ -249,10 +252,24 @@ private:
         for (auto [v, coeff] : llvm::enumerate(row.coeffs))
           if (coeff)
             c.terms.push_back({unsigned(position[v]), coeff});
+        if (c.terms.empty()) {
+          if (equality ? c.constant != 0 : c.constant < 0)
+            return false;
+          continue;
+        }
         rows.push_back(std::move(c));
       }
+    // Rows that share no variable are independent: group them.
+    llvm::EquivalenceClasses<unsigned> groups;
+    for (unsigned p = 0; p < n; ++p)
+      groups.insert(p);
+    for (const Constraint &c : rows)
+      for (auto [p, coeff] : c.terms)
+        groups.unionSets(c.terms.front().first, p);
     SmallVector<std::optional<int64_t>, 16> value(n);
     unsigned budget = 4096;
+    ArrayRef<unsigned> vars;
+    SmallVector<const Constraint *, 8> active;
     // The range of a row's value over the unassigned variables.
     auto range = [&](const Constraint &c) {
       __int128 lo = c.constant, hi = c.constant;
@@ -270,33 +287,37 @@ private:
     };
     std::function<std::optional<bool>()> search =
         [&]() -> std::optional<bool> {
-      if (budget-- == 0)
+      if (budget == 0)
         return std::nullopt;
-      for (const Constraint &c : rows) {
-        auto [lo, hi] = range(c);
-        if (hi < 0 || (c.equality && lo > 0))
+      --budget;
+      for (const Constraint *c : active) {
+        auto [lo, hi] = range(*c);
+        if (hi < 0 || (c->equality && lo > 0))
           return false;
       }
-      // An equality with one unknown fixes it.
-      for (const Constraint &c : rows) {
-        if (!c.equality)
+      for (const Constraint *c : active) {
+        if (!c->equality)
           continue;
+        // The known part, and the gcd of the unknowns' coefficients, which
+        // must divide it; one unknown is then fixed.
         std::optional<std::pair<unsigned, int64_t>> unknown;
         unsigned count = 0;
-        __int128 rest = c.constant;
-        for (auto [p, coeff] : c.terms) {
+        uint64_t gcd = 0;
+        __int128 rest = c->constant;
+        for (auto [p, coeff] : c->terms) {
           if (value[p]) {
             rest += __int128(coeff) * *value[p];
           } else {
             unknown = {p, coeff};
             ++count;
+            gcd = std::gcd(gcd, uint64_t(llvm::AbsoluteValue(coeff)));
           }
         }
+        if (count && rest % __int128(gcd) != 0)
+          return false;
         if (count != 1)
           continue;
         auto [p, coeff] = *unknown;
-        if (rest % coeff != 0)
-          return false;
         __int128 x = -rest / coeff;
         if (x < 0 || x >= extent[p])
           return false;
@@ -307,13 +328,13 @@ private:
       }
       // Otherwise branch on the unassigned variable of smallest extent.
       std::optional<unsigned> next;
-      for (unsigned p = 0; p < n; ++p)
+      for (unsigned p : vars)
         if (!value[p] && (!next || extent[p] < extent[*next]))
           next = p;
       if (!next) {
-        return llvm::all_of(rows, [&](const Constraint &c) {
-          auto [lo, hi] = range(c);
-          return c.equality ? lo == 0 : lo >= 0;
+        return llvm::all_of(active, [&](const Constraint *c) {
+          auto [lo, hi] = range(*c);
+          return c->equality ? lo == 0 : lo >= 0;
         });
       }
       for (int64_t x = 0; x < extent[*next]; ++x) {
@@ -327,7 +348,24 @@ private:
       value[*next].reset();
       return false;
     };
-    return search();
+    for (auto it = groups.begin(); it != groups.end(); ++it) {
+      if (!(*it)->isLeader())
+        continue;
+      SmallVector<unsigned, 16> members(groups.member_begin(**it),
+                                        groups.member_end());
+      active.clear();
+      for (const Constraint &c : rows)
+        if (groups.getLeaderValue(c.terms.front().first) ==
+            (*it)->getData())
+          active.push_back(&c);
+      if (active.empty())
+        continue;
+      vars = members;
+      std::optional<bool> result = search();
+      if (!result || !*result)
+        return result;
+    }
+    return true;
   }
 
   /// Whether `point` satisfies every constraint of `poly`.

@@ -32,14 +32,17 @@ static LogicalResult checkNesting(ScopeOp scope, Mapping mapping,
   auto mappingOf = [&](ScopeOp s) {
     return s == scope ? mapping : s.getMapping();
   };
+  // A listing discards the reason: the messages are then not built.
+  bool listing = CheckCache::isActive();
   WalkResult result = scope.walk([&](ScopeOp s) {
-    if (std::optional<std::string> violation =
-            getMappingViolation(s, mappingOf)) {
-      reason = "the " + (s == scope ? std::string("scope") : "nested scope") +
-               " " + *violation;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
+    std::string violation;
+    if (!hasMappingViolation(s, mappingOf, listing ? nullptr : &violation))
+      return WalkResult::advance();
+    if (!listing)
+      reason = "the " +
+               (s == scope ? std::string("scope") : "nested scope") + " " +
+               violation;
+    return WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());
 }

@@ -334,15 +334,24 @@ LogicalResult BufferOp::verify() {
 // ScopeOp
 //===----------------------------------------------------------------------===//
 
-std::optional<std::string> mlir::perfdojo::getMappingViolation(
-    ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf) {
+bool mlir::perfdojo::hasMappingViolation(
+    ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf,
+    std::string *message) {
+  // Messages are built only when asked for (listings check often).
+  auto violation = [&](auto build) {
+    if (message)
+      *message = build();
+    return true;
+  };
   Mapping mapping = mappingOf(scope);
   auto name = [](Mapping m) { return stringifyMapping(m).str(); };
   if (mapping == Mapping::vector)
     for (Operation &op : scope.getBodyBlock())
       if (isa<ScopeOp>(op))
-        return std::string("with vector mapping may contain only operations, "
-                           "found a nested scope");
+        return violation([] {
+          return std::string("with vector mapping may contain only "
+                             "operations, found a nested scope");
+        });
   bool innerGpu = mapping == Mapping::grid || mapping == Mapping::block ||
                   mapping == Mapping::warp;
   unsigned grids = mapping == Mapping::grid, blocks = mapping == Mapping::block;
@@ -353,31 +362,55 @@ std::optional<std::string> mlir::perfdojo::getMappingViolation(
     bool outerGpu = outer == Mapping::grid || outer == Mapping::block ||
                     outer == Mapping::warp;
     if (mapping == Mapping::parallel && outerGpu)
-      return "with parallel mapping cannot be nested inside a " + name(outer) +
-             " scope";
+      return violation([&] {
+        return "with parallel mapping cannot be nested inside a " +
+               name(outer) + " scope";
+      });
     if (innerGpu && outer == Mapping::parallel)
-      return "with " + name(mapping) +
-             " mapping cannot be nested inside a parallel scope";
+      return violation([&] {
+        return "with " + name(mapping) +
+               " mapping cannot be nested inside a parallel scope";
+      });
     if (mapping == Mapping::grid &&
         (outer == Mapping::block || outer == Mapping::warp))
-      return "with grid mapping cannot be nested inside a " + name(outer) +
-             " scope";
+      return violation([&] {
+        return "with grid mapping cannot be nested inside a " + name(outer) +
+               " scope";
+      });
     if (mapping == Mapping::block && outer == Mapping::warp)
-      return std::string("with block mapping cannot be nested inside a warp "
-                         "scope");
+      return violation([] {
+        return std::string("with block mapping cannot be nested inside a "
+                           "warp scope");
+      });
     grids += outer == Mapping::grid;
     blocks += outer == Mapping::block;
     underGrid |= outer == Mapping::grid;
     underBlock |= outer == Mapping::block;
   }
   if (mapping == Mapping::block && !underGrid)
-    return std::string("with block mapping must be nested inside a grid scope");
+    return violation([] {
+      return std::string("with block mapping must be nested inside a grid "
+                         "scope");
+    });
   if (mapping == Mapping::warp && !underBlock)
-    return std::string("with warp mapping must be nested inside a block scope");
+    return violation([] {
+      return std::string("with warp mapping must be nested inside a block "
+                         "scope");
+    });
   if (grids > 3 || blocks > 3)
-    return "would be the " + std::to_string(std::max(grids, blocks)) +
-           "th nested " + (grids > 3 ? "grid" : "block") +
-           " scope; GPUs have at most 3 dimensions";
+    return violation([&] {
+      return "would be the " + std::to_string(std::max(grids, blocks)) +
+             "th nested " + (grids > 3 ? "grid" : "block") +
+             " scope; GPUs have at most 3 dimensions";
+    });
+  return false;
+}
+
+std::optional<std::string> mlir::perfdojo::getMappingViolation(
+    ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf) {
+  std::string message;
+  if (hasMappingViolation(scope, mappingOf, &message))
+    return message;
   return std::nullopt;
 }
 

@@ -73,6 +73,10 @@ ScopeOp getEnclosingScope(Operation *op, unsigned depth);
 /// mappings; moves substitute the mapping they would set.
 std::optional<std::string>
 getMappingViolation(ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf);
+/// As getMappingViolation, building the message only where `message` is
+/// given.
+bool hasMappingViolation(ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf,
+                         std::string *message);
 
 /// Maximum scope nesting depth accepted by the verifier and the text form.
 constexpr unsigned kMaxNestDepth = 64;
