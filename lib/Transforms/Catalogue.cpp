@@ -102,6 +102,7 @@ SmallVector<SmallVector<std::string, 2>> tileChoices(const ResolvedLocation &loc
       large.push_back(n / d);
   }
   SmallVector<SmallVector<std::string, 2>> choices;
+  choices.reserve(small.size() + large.size());
   for (int64_t d : small)
     choices.push_back({std::to_string(d)});
   for (int64_t d : llvm::reverse(large))

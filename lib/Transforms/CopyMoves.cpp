@@ -139,7 +139,7 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
   unsigned depth = scope.getDepth();
   unsigned rank = tile.source.getShape().size();
   struct Read {
-    SmallVector<LinearForm> forms;
+    ArrayRef<LinearForm> forms; // owned by the dialect
     SmallVector<int64_t> extents;
   };
   SmallVector<Read> reads;
@@ -151,8 +151,7 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input);
           access && access.getArray().getValue() == array)
-        reads.push_back({llvm::to_vector(access.getLinearForms()),
-                         getEnclosingExtents(op)});
+        reads.push_back({access.getLinearForms(), getEnclosingExtents(op)});
   }
   if (reads.empty()) {
     reason = "the scope does not read '" + array.str() + "'";
