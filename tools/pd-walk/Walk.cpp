@@ -143,6 +143,8 @@ StringRef walk::stringifyFailureKind(FailureKind kind) {
     return "crash";
   case FailureKind::Timeout:
     return "timeout";
+  case FailureKind::Listing:
+    return "listing";
   }
   return "unknown";
 }
@@ -366,6 +368,21 @@ static bool isGpuMove(const MoveInstance &m) {
           m.location.params[0] == "shared");
 }
 
+/// The first difference between a listing that reused earlier answers and
+/// a fresh one, or nullopt when they are equal (same moves, same order).
+static std::optional<std::string>
+compareListings(ArrayRef<MoveInstance> reused, ArrayRef<MoveInstance> fresh) {
+  for (size_t i = 0; i < std::max(reused.size(), fresh.size()); ++i) {
+    std::string a = i < reused.size() ? reused[i].str() : "(nothing)";
+    std::string b = i < fresh.size() ? fresh[i].str() : "(nothing)";
+    if (a != b)
+      return "the listing that reuses earlier answers differs from a fresh "
+             "one at position " +
+             std::to_string(i + 1) + ": '" + a + "' instead of '" + b + "'";
+  }
+  return std::nullopt;
+}
+
 WalkRecord walk::runWalk(const Subject &subject, unsigned index, unsigned w,
                          std::map<std::string, uint64_t> &applied) {
   auto start = std::chrono::steady_clock::now();
@@ -395,6 +412,15 @@ WalkRecord walk::runWalk(const Subject &subject, unsigned index, unsigned w,
   for (unsigned s = 0; s < length && kind == FailureKind::None; ++s) {
     setStage("enumerating the legal moves");
     SmallVector<MoveInstance> legal = enumerateMoves(kernel);
+    if (config.checkListing) {
+      setStage("listing the legal moves afresh");
+      if (std::optional<std::string> difference = compareListings(
+              legal, enumerateMoves(kernel, ListingReuse::None))) {
+        kind = FailureKind::Listing;
+        message = *difference;
+        break;
+      }
+    }
     if (cpuOnly)
       llvm::erase_if(legal, isGpuMove);
     if (legal.empty()) {

@@ -46,6 +46,8 @@ struct WalkConfig {
   unsigned steps = 30, minSteps = 30;
   PickMode pick = PickMode::Instance;
   bool checkEveryStep = false, checkRaces = true, cpuOnly = false;
+  /// Compare every listing with one that checks every candidate afresh.
+  bool checkListing = false;
   /// Compile the final kernel of every `jitEvery`-th walk (0: never).
   unsigned jitEvery = 0;
   double tolerance = 1e-5;
@@ -118,6 +120,9 @@ enum class FailureKind {
   Crash,
   /// The walk or replay ran past --walk-timeout.
   Timeout,
+  /// The listing that reuses earlier answers differs from a fresh one
+  /// (--check-listing).
+  Listing,
 };
 StringRef stringifyFailureKind(FailureKind kind);
 

@@ -97,6 +97,11 @@ static cl::opt<bool> checkEveryStep(
     "check-every-step", cl::cat(walkCategory),
     cl::desc("verify, interpret and compare after every move, not only at the "
              "end of each walk"));
+static cl::opt<bool> checkListing(
+    "check-listing", cl::cat(walkCategory),
+    cl::desc("compare every listing of the legal moves, which reuses the "
+             "answers of earlier listings for unchanged scopes, with one that "
+             "checks every candidate afresh"));
 static cl::opt<std::string>
     replay("replay", cl::cat(walkCategory),
            cl::desc("apply these comma-separated moves to the (single) kernel "
@@ -804,6 +809,7 @@ static int runTool(int argc, char **argv) {
       minSteps ? std::min<unsigned>(minSteps, numSteps) : unsigned(numSteps);
   config.pick = pickMode;
   config.checkEveryStep = checkEveryStep;
+  config.checkListing = checkListing;
   config.checkRaces = checkRaces;
   config.cpuOnly = cpuOnly;
   config.jitEvery = checkJit ? std::max(1u, unsigned(jitEvery)) : 0;
@@ -995,7 +1001,8 @@ static int runTool(int argc, char **argv) {
                << " invalid=" << count(FailureKind::Invalid)
                << " races=" << count(FailureKind::Race)
                << " interpreter-errors=" << count(FailureKind::InterpreterError)
-               << " refused=" << count(FailureKind::Refused);
+               << " refused=" << count(FailureKind::Refused)
+               << " listing=" << count(FailureKind::Listing);
   if (!saveFailures.empty())
     llvm::outs() << " saved=" << totals.saved;
   llvm::outs() << " seconds=" << llvm::format("%.1f", elapsedSeconds())

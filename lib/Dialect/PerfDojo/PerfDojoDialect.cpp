@@ -221,7 +221,7 @@ void PerfDojoDialect::recordListing(std::pair<uint64_t, uint64_t> key,
                                     std::shared_ptr<const void> answer) {
   llvm::sys::SmartScopedWriter<true> lock(listingsMutex);
   // Bounded: a long search forgets and recomputes.
-  if (listings.size() >= (1u << 18))
+  if (listings.size() >= (1u << 14))
     listings.clear();
   listings[key] = std::move(answer);
 }
@@ -230,7 +230,7 @@ void PerfDojoDialect::recordConflict(StringRef key, bool conflict,
                                      StringRef buffer) {
   llvm::sys::SmartScopedWriter<true> lock(conflictsMutex);
   // Bounded: a long search forgets and recomputes.
-  if (conflicts.size() >= (1u << 18))
+  if (conflicts.size() >= (1u << 17))
     conflicts.clear();
   conflicts[key] = {conflict, buffer.str()};
 }
