@@ -15,6 +15,7 @@ packages=(
   cmake ninja-build                                        # build
   libgtest-dev libbenchmark-dev                            # tests, benchmarks
   libsqlite3-dev                                           # tuning database
+  libtcmalloc-minimal4                                     # faster malloc
   python3 python3-numpy                                    # reference checks
 )
 missing=()
