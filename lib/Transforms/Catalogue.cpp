@@ -348,7 +348,7 @@ void mlir::perfdojo::registerAllMoves() {
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { joinScopes(rewriter, loc.scope); })));
 
-  registry.add(std::make_unique<FunctionMove>(
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "split_scope",
       "split a scope after the child holding the located operation",
       "join_scopes", LocationKind::Scope,
@@ -358,7 +358,7 @@ void mlir::perfdojo::registerAllMoves() {
       },
       [](RewriterBase &rewriter, const ResolvedLocation &loc,
          ArrayRef<std::string>) { splitScope(rewriter, loc.scope, loc.op); },
-      ArrayRef<StringRef>{}, nullptr, /*perChild=*/true));
+      ArrayRef<StringRef>{}, nullptr, /*perChild=*/true)));
 
   registry.add(scopeLocal(std::make_unique<FunctionMove>(
       "swap_nested_scopes",

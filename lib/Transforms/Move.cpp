@@ -464,6 +464,36 @@ getScopeAnswers(KernelOp kernel, const Candidate &candidate,
   return answers;
 }
 
+/// The key of a child-locating move's answers at `candidate`: its scope's
+/// context and the position of the child holding the naming operation.
+static std::optional<std::pair<uint64_t, uint64_t>>
+getChildKey(KernelOp kernel, const Candidate &candidate) {
+  auto contexts = CheckCache::getShared<ScopeContexts>(
+      kernel, CheckCache::Question::ScopeContexts,
+      [&] { return ScopeContexts(kernel); });
+  ScopeOp scope = candidate.resolved.scope;
+  std::optional<std::pair<uint64_t, uint64_t>> key = contexts->keyFor(scope);
+  if (!key || !candidate.resolved.op)
+    return std::nullopt;
+  Operation *child = candidate.resolved.op;
+  while (child && child->getParentOp() != scope)
+    child = child->getParentOp();
+  if (!child)
+    return std::nullopt;
+  uint64_t position = 0;
+  for (Operation &sibling : scope.getBodyBlock()) {
+    if (&sibling == child)
+      break;
+    ++position;
+  }
+  // A distinct tag keeps these keys apart from the scopes' own.
+  uint64_t words[4] = {key->first, key->second, position,
+                       0x6368696c64ull /* "child" */};
+  llvm::XXH128_hash_t hash = llvm::xxh3_128bits(ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(words), sizeof(words)));
+  return std::make_pair(hash.low64, hash.high64);
+}
+
 /// Appends the legal instances of `move` in `kernel` to `legal`.
 static void appendLegalMoves(KernelOp kernel, const Move &move,
                              ListingReuse reuse,
@@ -488,6 +518,11 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
     if (auto *it = llvm::find(scopeLocal, &move); it != scopeLocal.end())
       slot = it - scopeLocal.begin();
   }
+  // Scope-local moves that locate a child (split_scope).
+  bool childLocal = reuse == ListingReuse::ScopeContext &&
+                    move.isScopeLocal() && move.locatesChild() &&
+                    move.getLocationKind() == LocationKind::Scope;
+  auto *dialect = kernel->getContext()->getLoadedDialect<PerfDojoDialect>();
   auto append = [&](const Candidate &candidate, const LegalParams &choices) {
     for (const SmallVector<std::string, 2> &params : choices) {
       MoveInstance &instance =
@@ -502,8 +537,25 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
           candidate.resolved.scope, CheckCache::Question::ScopeAnswers, [&] {
             return getScopeAnswers(kernel, candidate, scopeLocal, reason);
           });
-      if (*answers) {
+      if (*answers && *slot < (*answers)->size()) {
         append(candidate, (**answers)[*slot]);
+        continue;
+      }
+    }
+    if (childLocal) {
+      // Keyed by the scope's context and the position of the child.
+      if (std::optional<std::pair<uint64_t, uint64_t>> key =
+              getChildKey(kernel, candidate)) {
+        // Stored as the answers of a scope (of one move), like the others.
+        std::shared_ptr<const void> known = dialect->lookupListing(*key);
+        if (!known) {
+          auto answers = std::make_shared<ScopeAnswers>();
+          answers->push_back(checkChoices(move, candidate.resolved, reason));
+          known = answers;
+          dialect->recordListing(*key, known);
+        }
+        append(candidate,
+               static_cast<const ScopeAnswers *>(known.get())->front());
         continue;
       }
     }
