@@ -35,6 +35,14 @@ static LogicalResult checkNesting(ScopeOp scope, Mapping mapping,
   // A listing discards the reason: the messages are then not built.
   bool listing = CheckCache::isActive();
   WalkResult result = scope.walk([&](ScopeOp s) {
+    // The rules constrain mapped scopes (against the scopes around them and,
+    // for vector, their children). In a valid kernel a sequential or
+    // unrolled scope inside `scope` breaks none, whatever `scope` becomes:
+    // too many nested grid or block scopes would also be a violation of the
+    // innermost of them, which is checked.
+    if (s != scope &&
+        (s.getMapping() == Mapping::seq || s.getMapping() == Mapping::unroll))
+      return WalkResult::advance();
     std::string violation;
     if (!hasMappingViolation(s, mappingOf, listing ? nullptr : &violation))
       return WalkResult::advance();
