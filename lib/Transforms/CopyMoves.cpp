@@ -132,10 +132,8 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
       return failure();
     }
   }
-  llvm::StringSet<> aliases;
-  for (StringRef name :
-       tile.source.getArrays().getAsValueRange<StringAttr>())
-    aliases.insert(name);
+  // The arrays of the source's buffer (a handful: searched in place).
+  ArrayAttr aliases = tile.source.getArrays();
   unsigned depth = scope.getDepth();
   unsigned rank = tile.source.getShape().size();
   struct Read {
@@ -146,7 +144,8 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
   std::optional<StringRef> written;
   for (ComputeOp op : collectComputeOps(scope)) {
     StringRef out = op.getOut().getArray().getValue();
-    if (aliases.contains(out) && !written)
+    if (!written && llvm::is_contained(
+                        aliases.getAsValueRange<StringAttr>(), out))
       written = out;
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input);
