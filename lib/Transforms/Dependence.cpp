@@ -145,14 +145,21 @@ public:
       if (row.overflow)
         return true;
     std::string key = getKey();
-    static thread_local llvm::StringMap<bool> answers;
+    // Two generations, as the dialect's memos (PerfDojoDialect.cpp).
+    static thread_local llvm::StringMap<bool> answers, older;
     if (auto it = answers.find(key); it != answers.end())
       return it->second;
-    if (answers.size() >= (1u << 16))
-      answers.clear();
-    bool feasible = solve();
-    answers[key] = feasible;
-    return feasible;
+    std::optional<bool> feasible;
+    if (auto it = older.find(key); it != older.end())
+      feasible = it->second;
+    if (answers.size() >= (1u << 15)) {
+      older = std::move(answers);
+      answers = llvm::StringMap<bool>();
+    }
+    if (!feasible)
+      feasible = solve();
+    answers[key] = *feasible;
+    return *feasible;
   }
 
 private:

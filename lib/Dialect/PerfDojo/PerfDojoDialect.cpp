@@ -202,37 +202,59 @@ ArrayRef<LinearForm> PerfDojoDialect::getLinearForms(AffineMap map) {
   return *it->second;
 }
 
+// The memos below are bounded in two generations: when the current one is
+// full it becomes the previous one (the older is dropped), and an answer
+// found in the previous one moves back to the current. A long walk or
+// search thus keeps what it still uses and forgets the rest.
+
 std::optional<std::pair<bool, std::string>>
 PerfDojoDialect::lookupConflict(StringRef key) {
-  llvm::sys::SmartScopedReader<true> lock(conflictsMutex);
-  auto it = conflicts.find(key);
-  if (it == conflicts.end())
-    return std::nullopt;
-  return it->second;
-}
-
-std::shared_ptr<const void>
-PerfDojoDialect::lookupListing(std::pair<uint64_t, uint64_t> key) {
-  llvm::sys::SmartScopedReader<true> lock(listingsMutex);
-  return listings.lookup(key);
-}
-
-void PerfDojoDialect::recordListing(std::pair<uint64_t, uint64_t> key,
-                                    std::shared_ptr<const void> answer) {
-  llvm::sys::SmartScopedWriter<true> lock(listingsMutex);
-  // Bounded: a long search forgets and recomputes.
-  if (listings.size() >= (1u << 14))
-    listings.clear();
-  listings[key] = std::move(answer);
+  std::pair<bool, std::string> found;
+  {
+    llvm::sys::SmartScopedReader<true> lock(conflictsMutex);
+    if (auto it = conflicts.find(key); it != conflicts.end())
+      return it->second;
+    auto it = olderConflicts.find(key);
+    if (it == olderConflicts.end())
+      return std::nullopt;
+    found = it->second;
+  }
+  recordConflict(key, found.first, found.second);
+  return found;
 }
 
 void PerfDojoDialect::recordConflict(StringRef key, bool conflict,
                                      StringRef buffer) {
   llvm::sys::SmartScopedWriter<true> lock(conflictsMutex);
-  // Bounded: a long search forgets and recomputes.
-  if (conflicts.size() >= (1u << 17))
-    conflicts.clear();
+  if (conflicts.size() >= (1u << 16)) {
+    olderConflicts = std::move(conflicts);
+    conflicts = llvm::StringMap<std::pair<bool, std::string>>();
+  }
   conflicts[key] = {conflict, buffer.str()};
+}
+
+std::shared_ptr<const void>
+PerfDojoDialect::lookupListing(std::pair<uint64_t, uint64_t> key) {
+  std::shared_ptr<const void> found;
+  {
+    llvm::sys::SmartScopedReader<true> lock(listingsMutex);
+    if (std::shared_ptr<const void> answer = listings.lookup(key))
+      return answer;
+    found = olderListings.lookup(key);
+  }
+  if (found)
+    recordListing(key, found);
+  return found;
+}
+
+void PerfDojoDialect::recordListing(std::pair<uint64_t, uint64_t> key,
+                                    std::shared_ptr<const void> answer) {
+  llvm::sys::SmartScopedWriter<true> lock(listingsMutex);
+  if (listings.size() >= (1u << 13)) {
+    olderListings = std::move(listings);
+    listings.clear();
+  }
+  listings[key] = std::move(answer);
 }
 
 ArrayRef<LinearForm> AccessAttr::getLinearForms() const {

@@ -66,9 +66,9 @@ def PerfDojo_Dialect : Dialect {
   private:
     ::llvm::sys::SmartRWMutex<true> listingsMutex;
     ::llvm::DenseMap<std::pair<uint64_t, uint64_t>, std::shared_ptr<const void>>
-        listings;
+        listings, olderListings;
     ::llvm::sys::SmartRWMutex<true> conflictsMutex;
-    ::llvm::StringMap<std::pair<bool, std::string>> conflicts;
+    ::llvm::StringMap<std::pair<bool, std::string>> conflicts, olderConflicts;
     ::llvm::sys::SmartRWMutex<true> formsMutex;
     ::llvm::DenseMap<::mlir::AffineMap,
                      std::unique_ptr<::llvm::SmallVector<LinearForm>>>
