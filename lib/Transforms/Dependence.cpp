@@ -423,60 +423,13 @@ bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
                                      bool reductionsCommute,
                                      std::string *conflict,
                                      BufferOp only) const {
+  // Most pairs are decided by the cheap exact tests; systems that need
+  // solving are remembered (ConflictSystem::isFeasible). A memo of whole
+  // pairs cost more to key than it saved (docs/Benchmarks.md).
   SmallVector<int64_t> extentsA = getEnclosingExtents(a),
                        extentsB = getEnclosingExtents(b);
-  // The answer is a function of what the key encodes: the two operations'
-  // accesses and reductions (uniqued attributes), their enclosing extents,
-  // the order asked for, and, for every array they touch, its buffer's
-  // name, arrays, shape and reuse as this analysis sees them.
-  SmallVector<int64_t, 64> words = {int64_t(tie), reductionsCommute,
-                                    int64_t(order.size())};
-  for (const IterationOrder &o : order) {
-    words.push_back(o.depth);
-    words.push_back(o.aGreater);
-  }
-  for (ArrayRef<int64_t> extents : {ArrayRef(extentsA), ArrayRef(extentsB)}) {
-    words.push_back(extents.size());
-    llvm::append_range(words, extents);
-  }
-  for (ComputeOp op : {a, b}) {
-    words.push_back(int64_t(op.getReduction()));
-    words.push_back(reinterpret_cast<intptr_t>(op.getOut().getAsOpaquePointer()));
-    words.push_back(
-        reinterpret_cast<intptr_t>(op.getInputs().getAsOpaquePointer()));
-    for (const Access &x : getAccesses(op)) {
-      BufferOp buffer = arrays.lookup(x.attr.getArray().getValue());
-      if (!buffer) {
-        words.push_back(0);
-        continue;
-      }
-      words.push_back(reinterpret_cast<intptr_t>(
-          buffer.getSymNameAttr().getAsOpaquePointer()));
-      words.push_back(reinterpret_cast<intptr_t>(
-          buffer.getArrays().getAsOpaquePointer()));
-      words.push_back(only ? (buffer == only ? 1 : 2) : 0);
-      ArrayRef<int64_t> reuse = getReuse(buffer);
-      words.push_back(reuse.size());
-      llvm::append_range(words, reuse);
-      llvm::append_range(words, buffer.getShape());
-    }
-  }
-  StringRef key(reinterpret_cast<const char *>(words.data()),
-                words.size() * sizeof(int64_t));
-  auto *dialect = a->getContext()->getLoadedDialect<PerfDojoDialect>();
-  if (std::optional<std::pair<bool, std::string>> known =
-          dialect->lookupConflict(key)) {
-    if (known->first && conflict)
-      *conflict = known->second;
-    return known->first;
-  }
-  std::string buffer;
-  bool result = mayConflictUncached(a, b, extentsA, extentsB, tie, order,
-                                    reductionsCommute, &buffer, only);
-  dialect->recordConflict(key, result, buffer);
-  if (result && conflict)
-    *conflict = buffer;
-  return result;
+  return mayConflictUncached(a, b, extentsA, extentsB, tie, order,
+                             reductionsCommute, conflict, only);
 }
 
 /// Whether equal values of `form` at the two instances force equal values of

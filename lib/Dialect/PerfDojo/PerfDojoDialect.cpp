@@ -202,36 +202,10 @@ ArrayRef<LinearForm> PerfDojoDialect::getLinearForms(AffineMap map) {
   return *it->second;
 }
 
-// The memos below are bounded in two generations: when the current one is
+// The memo below is bounded in two generations: when the current one is
 // full it becomes the previous one (the older is dropped), and an answer
 // found in the previous one moves back to the current. A long walk or
 // search thus keeps what it still uses and forgets the rest.
-
-std::optional<std::pair<bool, std::string>>
-PerfDojoDialect::lookupConflict(StringRef key) {
-  std::pair<bool, std::string> found;
-  {
-    llvm::sys::SmartScopedReader<true> lock(conflictsMutex);
-    if (auto it = conflicts.find(key); it != conflicts.end())
-      return it->second;
-    auto it = olderConflicts.find(key);
-    if (it == olderConflicts.end())
-      return std::nullopt;
-    found = it->second;
-  }
-  recordConflict(key, found.first, found.second);
-  return found;
-}
-
-void PerfDojoDialect::recordConflict(StringRef key, bool conflict,
-                                     StringRef buffer) {
-  llvm::sys::SmartScopedWriter<true> lock(conflictsMutex);
-  if (conflicts.size() >= (1u << 16)) {
-    olderConflicts = std::move(conflicts);
-    conflicts = llvm::StringMap<std::pair<bool, std::string>>();
-  }
-  conflicts[key] = {conflict, buffer.str()};
-}
 
 std::shared_ptr<const void>
 PerfDojoDialect::lookupListing(std::pair<uint64_t, uint64_t> key) {

@@ -46,16 +46,6 @@ def PerfDojo_Dialect : Dialect {
     /// map (maps are uniqued) and kept for the context's lifetime.
     ::llvm::ArrayRef<LinearForm> getLinearForms(::mlir::AffineMap map);
 
-    /// Answers of the dependence test between two operations, keyed by an
-    /// exact encoding of everything it reads (uniqued attributes by
-    /// address, which is stable for the context's lifetime): the answer and
-    /// the name of the buffer in conflict. Most of the tree is unchanged by
-    /// one move, so the listings of a walk ask the same questions again.
-    std::optional<std::pair<bool, std::string>>
-    lookupConflict(::llvm::StringRef key);
-    void recordConflict(::llvm::StringRef key, bool conflict,
-                        ::llvm::StringRef buffer);
-
     /// Answers of the scope-local moves at one scope context (see
     /// enumerateMoves), keyed by a 128-bit hash of an exact encoding of the
     /// context; the value's type is the listing's business.
@@ -67,8 +57,6 @@ def PerfDojo_Dialect : Dialect {
     ::llvm::sys::SmartRWMutex<true> listingsMutex;
     ::llvm::DenseMap<std::pair<uint64_t, uint64_t>, std::shared_ptr<const void>>
         listings, olderListings;
-    ::llvm::sys::SmartRWMutex<true> conflictsMutex;
-    ::llvm::StringMap<std::pair<bool, std::string>> conflicts, olderConflicts;
     ::llvm::sys::SmartRWMutex<true> formsMutex;
     ::llvm::DenseMap<::mlir::AffineMap,
                      std::unique_ptr<::llvm::SmallVector<LinearForm>>>
