@@ -23,26 +23,27 @@ using namespace mlir::perfdojo;
 /// Every compute op accessing `buffer`, with the accesses that do.
 using BufferAccesses =
     SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>>;
-static std::shared_ptr<const BufferAccesses> getBufferAccesses(BufferOp buffer) {
+static std::shared_ptr<const BufferAccesses>
+getBufferAccesses(BufferOp buffer) {
   return CheckCache::getShared<BufferAccesses>(
       buffer, CheckCache::Question::BufferAccesses, [&] {
-  llvm::StringSet<> arrays;
-  for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
-    arrays.insert(name);
-  SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>> result;
-  buffer->getParentOfType<KernelOp>().walk<WalkOrder::PreOrder>(
-      [&](ComputeOp op) {
-        SmallVector<AccessAttr> accesses;
-        if (arrays.contains(op.getOut().getArray().getValue()))
-          accesses.push_back(op.getOut());
-        for (Attribute input : op.getInputs())
-          if (auto access = dyn_cast<AccessAttr>(input);
-              access && arrays.contains(access.getArray().getValue()))
-            accesses.push_back(access);
-        if (!accesses.empty())
-          result.push_back({op, accesses});
-      });
-  return result;
+        llvm::StringSet<> arrays;
+        for (StringRef name : buffer.getArrays().getAsValueRange<StringAttr>())
+          arrays.insert(name);
+        SmallVector<std::pair<ComputeOp, SmallVector<AccessAttr>>> result;
+        buffer->getParentOfType<KernelOp>().walk<WalkOrder::PreOrder>(
+            [&](ComputeOp op) {
+              SmallVector<AccessAttr> accesses;
+              if (arrays.contains(op.getOut().getArray().getValue()))
+                accesses.push_back(op.getOut());
+              for (Attribute input : op.getInputs())
+                if (auto access = dyn_cast<AccessAttr>(input);
+                    access && arrays.contains(access.getArray().getValue()))
+                  accesses.push_back(access);
+              if (!accesses.empty())
+                result.push_back({op, accesses});
+            });
+        return result;
       });
 }
 
@@ -229,7 +230,8 @@ LogicalResult mlir::perfdojo::canSetLocation(BufferOp buffer,
       reason = "nothing accesses the buffer";
       return failure();
     }
-    auto sharedDeps = DependenceAnalysis::getShared(buffer->getParentOfType<KernelOp>());
+    auto sharedDeps =
+        DependenceAnalysis::getShared(buffer->getParentOfType<KernelOp>());
     const DependenceAnalysis &deps = *sharedDeps;
     for (ScopeOp grid : *grids) {
       unsigned depth = grid.getDepth();

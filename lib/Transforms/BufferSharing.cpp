@@ -162,8 +162,8 @@ LogicalResult mlir::perfdojo::canReuseBuffer(BufferOp buffer, StringRef array,
     return failure();
   }
   bool earlier;
-  return checkDisjoint(*getTopLevelUses(kernel), getArrayNames(buffer),
-                       {array}, earlier, reason);
+  return checkDisjoint(*getTopLevelUses(kernel), getArrayNames(buffer), {array},
+                       earlier, reason);
 }
 
 void mlir::perfdojo::reuseBuffer(RewriterBase &rewriter, BufferOp buffer,

@@ -144,8 +144,8 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
   std::optional<StringRef> written;
   for (ComputeOp op : collectComputeOps(scope)) {
     StringRef out = op.getOut().getArray().getValue();
-    if (!written && llvm::is_contained(
-                        aliases.getAsValueRange<StringAttr>(), out))
+    if (!written &&
+        llvm::is_contained(aliases.getAsValueRange<StringAttr>(), out))
       written = out;
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input);

@@ -252,8 +252,8 @@ private:
       bool equality;
     };
     SmallVector<Constraint, 8> rows;
-    for (auto [list, equality] :
-         {std::make_pair(&equalities, true), std::make_pair(&inequalities, false)})
+    for (auto [list, equality] : {std::make_pair(&equalities, true),
+                                  std::make_pair(&inequalities, false)})
       for (const Row &row : *list) {
         Constraint c{{}, row.constant, equality};
         for (auto [v, coeff] : llvm::enumerate(row.coeffs))
@@ -292,8 +292,7 @@ private:
       }
       return std::make_pair(lo, hi);
     };
-    std::function<std::optional<bool>()> search =
-        [&]() -> std::optional<bool> {
+    std::function<std::optional<bool>()> search = [&]() -> std::optional<bool> {
       if (budget == 0)
         return std::nullopt;
       --budget;
@@ -362,8 +361,7 @@ private:
                                         groups.member_end());
       active.clear();
       for (const Constraint &c : rows)
-        if (groups.getLeaderValue(c.terms.front().first) ==
-            (*it)->getData())
+        if (groups.getLeaderValue(c.terms.front().first) == (*it)->getData())
           active.push_back(&c);
       if (active.empty())
         continue;
@@ -509,7 +507,7 @@ bool DependenceAnalysis::mayConflictUncached(
           (only && buffer != only))
         continue;
       ArrayRef<LinearForm> fx = x.attr.getLinearForms(),
-                              fy = y.attr.getLinearForms();
+                           fy = y.attr.getLinearForms();
       // Exact and cheap: if the index ranges of a materialized dimension do
       // not overlap, the accesses never meet.
       ArrayRef<int64_t> reuse = getReuse(buffer);

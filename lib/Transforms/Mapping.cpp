@@ -47,9 +47,8 @@ static LogicalResult checkNesting(ScopeOp scope, Mapping mapping,
     if (!hasMappingViolation(s, mappingOf, listing ? nullptr : &violation))
       return WalkResult::advance();
     if (!listing)
-      reason = "the " +
-               (s == scope ? std::string("scope") : "nested scope") + " " +
-               violation;
+      reason = "the " + (s == scope ? std::string("scope") : "nested scope") +
+               " " + violation;
     return WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());
@@ -64,7 +63,8 @@ static LogicalResult checkIndependent(ScopeOp scope, bool reductionsCommute,
       reductionsCommute ? CheckCache::Question::IndependentCommuting
                         : CheckCache::Question::Independent,
       [&]() -> std::optional<std::string> {
-        auto sharedDeps = DependenceAnalysis::getShared(scope->getParentOfType<KernelOp>());
+        auto sharedDeps =
+            DependenceAnalysis::getShared(scope->getParentOfType<KernelOp>());
         const DependenceAnalysis &deps = *sharedDeps;
         SmallVector<ComputeOp> ops = collectComputeOps(scope);
         unsigned depth = scope.getDepth();

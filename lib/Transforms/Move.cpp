@@ -1,8 +1,8 @@
 //===- Move.cpp - Move locations, registry, apply and enumerate -----------===//
 
 #include "PerfDojo/Transforms/Move.h"
-#include "PerfDojo/Transforms/CheckCache.h"
 #include "PerfDojo/Conversion/TextForm.h"
+#include "PerfDojo/Transforms/CheckCache.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/xxhash.h"
@@ -323,9 +323,9 @@ static SmallVector<Candidate> getCandidates(KernelOp kernel, LocationKind kind,
 namespace {
 /// The context of every scope of a kernel, as Move::isScopeLocal defines it
 /// (the buffer declarations, the sizes and mappings of the enclosing scopes,
-/// the scope's subtree and its next sibling's), encoded exactly (uniqued attributes by address, sizes, mappings and
-/// enumerations by value, the subtree's shape by markers) and hashed to
-/// 128 bits.
+/// the scope's subtree and its next sibling's), encoded exactly (uniqued
+/// attributes by address, sizes, mappings and enumerations by value, the
+/// subtree's shape by markers) and hashed to 128 bits.
 class ScopeContexts {
 public:
   explicit ScopeContexts(KernelOp kernel) {
@@ -377,8 +377,8 @@ private:
     auto scope = dyn_cast<ScopeOp>(op);
     if (!scope)
       return false;
-    words.append({kScope, uint64_t(scope.getSize()),
-                  uint64_t(scope.getMapping())});
+    words.append(
+        {kScope, uint64_t(scope.getSize()), uint64_t(scope.getMapping())});
     for (Operation &child : scope.getBodyBlock())
       if (!encode(&child, words))
         return false;
@@ -394,9 +394,9 @@ private:
     words.push_back(kEnd);
     Operation *next = scope->getNextNode();
     if (encode(scope, words) && (!next || encode(next, words))) {
-      llvm::XXH128_hash_t hash = llvm::xxh3_128bits(ArrayRef<uint8_t>(
-          reinterpret_cast<const uint8_t *>(words.data()),
-          words.size() * sizeof(uint64_t)));
+      llvm::XXH128_hash_t hash = llvm::xxh3_128bits(
+          ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(words.data()),
+                            words.size() * sizeof(uint64_t)));
       hashes[scope] = {hash.low64, hash.high64};
     }
     enclosing.push_back(scope);
@@ -416,8 +416,8 @@ using LegalParams = SmallVector<SmallVector<std::string, 2>>;
 SmallVector<const Move *> getScopeLocalMoves() {
   SmallVector<const Move *> moves;
   for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
-    if (move->isScopeLocal() && move->getLocationKind() == LocationKind::Scope &&
-        !move->locatesChild())
+    if (move->isScopeLocal() &&
+        move->getLocationKind() == LocationKind::Scope && !move->locatesChild())
       moves.push_back(move.get());
   return moves;
 }
@@ -505,7 +505,8 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
   unsigned kind = static_cast<unsigned>(move.getLocationKind()) +
                   (move.locatesChild() ? 4 : 0);
   auto candidates = CheckCache::getShared<SmallVector<Candidate>>(
-      kernel, CheckCache::Question(unsigned(CheckCache::Question::Candidates) + kind),
+      kernel,
+      CheckCache::Question(unsigned(CheckCache::Question::Candidates) + kind),
       [&] {
         return getCandidates(kernel, move.getLocationKind(),
                              move.locatesChild());

@@ -169,7 +169,8 @@ LogicalResult mlir::perfdojo::canUnpeelScope(ScopeOp scope,
   // Joined, the iterations of both parts run concurrently: no iteration of
   // one part may touch an element another iteration of the other writes.
   if (scope.getMapping() == Mapping::parallel) {
-    auto sharedDeps = DependenceAnalysis::getShared(scope->getParentOfType<KernelOp>());
+    auto sharedDeps =
+        DependenceAnalysis::getShared(scope->getParentOfType<KernelOp>());
     const DependenceAnalysis &deps = *sharedDeps;
     std::string buffer;
     if (deps.mayConflict(collectComputeOps(scope), collectComputeOps(next),

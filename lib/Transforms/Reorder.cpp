@@ -54,7 +54,8 @@ LogicalResult mlir::perfdojo::canSwapNestedScopes(ScopeOp outer,
   unsigned depth = outer.getDepth();
   // Exchanging two coefficients, or two variables used as values, always
   // succeeds: the indices need no check.
-  auto sharedDeps = DependenceAnalysis::getShared(outer->getParentOfType<KernelOp>());
+  auto sharedDeps =
+      DependenceAnalysis::getShared(outer->getParentOfType<KernelOp>());
   const DependenceAnalysis &deps = *sharedDeps;
   SmallVector<ComputeOp> ops = collectComputeOps(inner);
   std::string buffer;
@@ -99,7 +100,8 @@ LogicalResult mlir::perfdojo::canSwapWithNext(Operation *first,
     return failure();
   }
   unsigned depth = getEnclosingExtents(first).size();
-  auto sharedDeps = DependenceAnalysis::getShared(first->getParentOfType<KernelOp>());
+  auto sharedDeps =
+      DependenceAnalysis::getShared(first->getParentOfType<KernelOp>());
   const DependenceAnalysis &deps = *sharedDeps;
   std::string buffer;
   if (deps.mayConflict(collectComputeOps(first), collectComputeOps(second),

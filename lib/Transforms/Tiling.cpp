@@ -178,7 +178,8 @@ LogicalResult mlir::perfdojo::canMergeScopes(ScopeOp outer,
   // iterations must be independent whether they differ in the outer
   // variable or, for one outer iteration, in the inner one.
   if (outer.getMapping() == Mapping::parallel) {
-    auto sharedDeps = DependenceAnalysis::getShared(outer->getParentOfType<KernelOp>());
+    auto sharedDeps =
+        DependenceAnalysis::getShared(outer->getParentOfType<KernelOp>());
     const DependenceAnalysis &deps = *sharedDeps;
     SmallVector<ComputeOp> ops = collectComputeOps(inner);
     std::string buffer;

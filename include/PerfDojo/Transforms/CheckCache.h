@@ -99,8 +99,7 @@ private:
 
 /// Fails with the reason `message()` builds, or, while a listing runs
 /// (whose refusals' reasons are discarded), without building it.
-template <typename Fn>
-LogicalResult refuse(std::string &reason, Fn &&message) {
+template <typename Fn> LogicalResult refuse(std::string &reason, Fn &&message) {
   if (!CheckCache::isActive())
     reason = message();
   return failure();

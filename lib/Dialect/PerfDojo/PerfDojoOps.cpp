@@ -406,8 +406,9 @@ bool mlir::perfdojo::hasMappingViolation(
   return false;
 }
 
-std::optional<std::string> mlir::perfdojo::getMappingViolation(
-    ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf) {
+std::optional<std::string>
+mlir::perfdojo::getMappingViolation(ScopeOp scope,
+                                    function_ref<Mapping(ScopeOp)> mappingOf) {
   std::string message;
   if (hasMappingViolation(scope, mappingOf, &message))
     return message;

@@ -75,7 +75,8 @@ std::optional<std::string>
 getMappingViolation(ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf);
 /// As getMappingViolation, building the message only where `message` is
 /// given.
-bool hasMappingViolation(ScopeOp scope, function_ref<Mapping(ScopeOp)> mappingOf,
+bool hasMappingViolation(ScopeOp scope,
+                         function_ref<Mapping(ScopeOp)> mappingOf,
                          std::string *message);
 
 /// Maximum scope nesting depth accepted by the verifier and the text form.
