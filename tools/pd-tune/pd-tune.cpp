@@ -390,6 +390,12 @@ static int runTool(int argc, char **argv) {
   if (heuristic && result.bestMoves.empty() && result.failures) {
     llvm::outs() << "  the " << label << " failed (" << result.lastFailure
                  << "); the result is the starting kernel\n";
+    if (StringRef(result.lastFailure).starts_with("wrong-answer") &&
+        checkAgainst == "kernel")
+      llvm::outs() << "  (the reference is the starting kernel compiled; "
+                      "where its float32 result is itself inaccurate, as in "
+                      "long float32 sums, --check-against=interpreter "
+                      "checks against float64)\n";
     label = "starting kernel";
   }
   llvm::outs() << llvm::format("  %-16s %10.4g ms\n", "starting kernel",
