@@ -5,10 +5,9 @@
 #include "mlir/Analysis/Presburger/IntegerRelation.h"
 #include "mlir/Analysis/Presburger/PresburgerSpace.h"
 #include "mlir/Analysis/Presburger/Simplex.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
-
-#include "llvm/ADT/EquivalenceClasses.h"
 #include <functional>
 #include <numeric>
 
@@ -416,22 +415,9 @@ ArrayRef<int64_t> DependenceAnalysis::getReuse(BufferOp buffer) const {
                                     : buffer.getReuse();
 }
 
-bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
-                                     ArrayRef<IterationOrder> order,
-                                     bool reductionsCommute,
-                                     std::string *conflict,
-                                     BufferOp only) const {
-  // Most pairs are decided by the cheap exact tests; systems that need
-  // solving are remembered (ConflictSystem::isFeasible). A memo of whole
-  // pairs cost more to key than it saved (docs/Benchmarks.md).
-  SmallVector<int64_t> extentsA = getEnclosingExtents(a),
-                       extentsB = getEnclosingExtents(b);
-  return mayConflictUncached(a, b, extentsA, extentsB, tie, order,
-                             reductionsCommute, conflict, only);
-}
 
 /// Whether equal values of `form` at the two instances force equal values of
-/// an ordered variable (see mayConflictUncached).
+/// an ordered variable (see mayConflict).
 static bool forcesOrderedEqual(const LinearForm &form,
                                ArrayRef<int64_t> extentsA,
                                ArrayRef<int64_t> extentsB, unsigned tie,
@@ -464,7 +450,7 @@ static bool forcesOrderedEqual(const LinearForm &form,
 
 /// Whether the two instances provably meet: every dimension has the same
 /// form on both sides and no form uses an ordered variable (see
-/// mayConflictUncached).
+/// mayConflict).
 static bool hasOrderedWitness(ArrayRef<LinearForm> fx, ArrayRef<LinearForm> fy,
                               ArrayRef<int64_t> extentsA,
                               ArrayRef<int64_t> extentsB, unsigned tie,
@@ -491,10 +477,15 @@ static bool hasOrderedWitness(ArrayRef<LinearForm> fx, ArrayRef<LinearForm> fy,
   return true;
 }
 
-bool DependenceAnalysis::mayConflictUncached(
-    ComputeOp a, ComputeOp b, ArrayRef<int64_t> extentsA,
-    ArrayRef<int64_t> extentsB, unsigned tie, ArrayRef<IterationOrder> order,
-    bool reductionsCommute, std::string *conflict, BufferOp only) const {
+bool DependenceAnalysis::mayConflict(ComputeOp a, ComputeOp b, unsigned tie,
+                                     ArrayRef<IterationOrder> order,
+                                     bool reductionsCommute,
+                                     std::string *conflict,
+                                     BufferOp only) const {
+  // Most pairs are decided by the cheap exact tests below; systems that
+  // need solving are remembered (ConflictSystem::isFeasible).
+  SmallVector<int64_t> extentsA = getEnclosingExtents(a),
+                       extentsB = getEnclosingExtents(b);
   for (const Access &x : getAccesses(a)) {
     for (const Access &y : getAccesses(b)) {
       if (x.kind == AccessKind::Read && y.kind == AccessKind::Read)

@@ -412,15 +412,23 @@ private:
 /// The legal parameter choices of `move` at `loc`.
 using LegalParams = SmallVector<SmallVector<std::string, 2>>;
 
-/// The scope-local moves of the registry, in order.
-SmallVector<const Move *> getScopeLocalMoves() {
-  SmallVector<const Move *> moves;
-  for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
-    if (move->isScopeLocal() &&
-        move->getLocationKind() == LocationKind::Scope && !move->locatesChild())
-      moves.push_back(move.get());
-  return moves;
-}
+/// The scope-local moves of the registry, in order: those located at a
+/// scope, and those located at a child of one (split_scope). A listing
+/// shares their answers per scope, or per child of a scope.
+struct ScopeLocalMoves {
+  SmallVector<const Move *> perScope, perChild;
+
+  ScopeLocalMoves() {
+    for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
+      if (move->isScopeLocal() &&
+          move->getLocationKind() == LocationKind::Scope)
+        (move->locatesChild() ? perChild : perScope).push_back(move.get());
+  }
+};
+
+/// The answers of every move of a group at one scope (or child), in the
+/// group's order.
+using ScopeAnswers = SmallVector<LegalParams>;
 } // namespace
 
 /// Checks `move` at `loc` for each of its parameter choices.
@@ -438,65 +446,67 @@ static LegalParams checkChoices(const Move &move, const ResolvedLocation &loc,
   return legal;
 }
 
-/// The answers of every scope-local move at one scope, in the order of
-/// getScopeLocalMoves.
-using ScopeAnswers = SmallVector<LegalParams>;
-
-/// The answers at `candidate`'s scope: remembered for its context, or
-/// computed for every scope-local move and remembered.
+/// The answers of the moves of `group` at `candidate`'s scope, or, for
+/// moves that locate a child, at the child holding its operation: shared by
+/// this listing, taken from an earlier listing of the same context (and
+/// child position), or computed for the whole group and remembered. Null
+/// where the scope's context has no key.
 static std::shared_ptr<const ScopeAnswers>
-getScopeAnswers(KernelOp kernel, const Candidate &candidate,
-                ArrayRef<const Move *> scopeLocal, std::string &reason) {
-  auto contexts = CheckCache::getShared<ScopeContexts>(
-      kernel, CheckCache::Question::ScopeContexts,
-      [&] { return ScopeContexts(kernel); });
-  std::optional<std::pair<uint64_t, uint64_t>> key =
-      contexts->keyFor(candidate.resolved.scope);
-  if (!key)
-    return nullptr;
-  auto *dialect = kernel->getContext()->getLoadedDialect<PerfDojoDialect>();
-  if (std::shared_ptr<const void> known = dialect->lookupListing(*key))
-    return std::static_pointer_cast<const ScopeAnswers>(known);
-  auto answers = std::make_shared<ScopeAnswers>();
-  for (const Move *move : scopeLocal)
-    answers->push_back(checkChoices(*move, candidate.resolved, reason));
-  dialect->recordListing(*key, answers);
-  return answers;
-}
-
-/// The key of a child-locating move's answers at `candidate`: its scope's
-/// context and the position of the child holding the naming operation.
-static std::optional<std::pair<uint64_t, uint64_t>>
-getChildKey(KernelOp kernel, const Candidate &candidate) {
-  auto contexts = CheckCache::getShared<ScopeContexts>(
-      kernel, CheckCache::Question::ScopeContexts,
-      [&] { return ScopeContexts(kernel); });
+getAnswers(KernelOp kernel, const Candidate &candidate, bool perChild,
+           ArrayRef<const Move *> group, std::string &reason) {
   ScopeOp scope = candidate.resolved.scope;
-  std::optional<std::pair<uint64_t, uint64_t>> key = contexts->keyFor(scope);
-  if (!key || !candidate.resolved.op)
-    return std::nullopt;
-  Operation *child = candidate.resolved.op;
-  while (child && child->getParentOp() != scope)
-    child = child->getParentOp();
-  if (!child)
-    return std::nullopt;
-  uint64_t position = 0;
-  for (Operation &sibling : scope.getBodyBlock()) {
-    if (&sibling == child)
-      break;
-    ++position;
+  Operation *at = scope;
+  if (perChild) {
+    at = candidate.resolved.op;
+    while (at && at->getParentOp() != scope)
+      at = at->getParentOp();
+    if (!at)
+      return nullptr;
   }
-  // A distinct tag keeps these keys apart from the scopes' own.
-  uint64_t words[4] = {key->first, key->second, position,
-                       0x6368696c64ull /* "child" */};
-  llvm::XXH128_hash_t hash = llvm::xxh3_128bits(ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(words), sizeof(words)));
-  return std::make_pair(hash.low64, hash.high64);
+  auto shared = CheckCache::getShared<std::shared_ptr<const ScopeAnswers>>(
+      at,
+      perChild ? CheckCache::Question::ChildAnswers
+               : CheckCache::Question::ScopeAnswers,
+      [&]() -> std::shared_ptr<const ScopeAnswers> {
+        auto contexts = CheckCache::getShared<ScopeContexts>(
+            kernel, CheckCache::Question::ScopeContexts,
+            [&] { return ScopeContexts(kernel); });
+        std::optional<std::pair<uint64_t, uint64_t>> key =
+            contexts->keyFor(scope);
+        if (!key)
+          return nullptr;
+        if (perChild) {
+          // The scope's context and the child's position, tagged apart
+          // from the scopes' own keys.
+          uint64_t position = 0;
+          for (Operation &sibling : scope.getBodyBlock()) {
+            if (&sibling == at)
+              break;
+            ++position;
+          }
+          uint64_t words[4] = {key->first, key->second, position,
+                               0x6368696c64ull /* "child" */};
+          llvm::XXH128_hash_t hash = llvm::xxh3_128bits(ArrayRef<uint8_t>(
+              reinterpret_cast<const uint8_t *>(words), sizeof(words)));
+          key = {hash.low64, hash.high64};
+        }
+        auto *dialect =
+            kernel->getContext()->getLoadedDialect<PerfDojoDialect>();
+        if (std::shared_ptr<const void> known = dialect->lookupListing(*key))
+          return std::static_pointer_cast<const ScopeAnswers>(known);
+        auto answers = std::make_shared<ScopeAnswers>();
+        for (const Move *move : group)
+          answers->push_back(checkChoices(*move, candidate.resolved, reason));
+        dialect->recordListing(*key, answers);
+        return answers;
+      });
+  return *shared;
 }
 
-/// Appends the legal instances of `move` in `kernel` to `legal`.
+/// Appends the legal instances of `move` in `kernel` to `legal`; with
+/// `scopeLocal`, reusing the answers of scope-local moves.
 static void appendLegalMoves(KernelOp kernel, const Move &move,
-                             ListingReuse reuse,
+                             const ScopeLocalMoves *scopeLocal,
                              SmallVectorImpl<MoveInstance> &legal) {
   CheckCache::Scope cache;
   // The reasons of refusals are not used; one buffer serves every listing.
@@ -511,19 +521,14 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
         return getCandidates(kernel, move.getLocationKind(),
                              move.locatesChild());
       });
-  // The position of `move` among the scope-local moves, if it is one.
+  // The group of scope-local moves `move` belongs to, and its position.
+  ArrayRef<const Move *> group;
   std::optional<unsigned> slot;
-  SmallVector<const Move *> scopeLocal;
-  if (reuse == ListingReuse::ScopeContext) {
-    scopeLocal = getScopeLocalMoves();
-    if (auto *it = llvm::find(scopeLocal, &move); it != scopeLocal.end())
-      slot = it - scopeLocal.begin();
+  if (scopeLocal) {
+    group = move.locatesChild() ? scopeLocal->perChild : scopeLocal->perScope;
+    if (const auto *it = llvm::find(group, &move); it != group.end())
+      slot = it - group.begin();
   }
-  // Scope-local moves that locate a child (split_scope).
-  bool childLocal = reuse == ListingReuse::ScopeContext &&
-                    move.isScopeLocal() && move.locatesChild() &&
-                    move.getLocationKind() == LocationKind::Scope;
-  auto *dialect = kernel->getContext()->getLoadedDialect<PerfDojoDialect>();
   auto append = [&](const Candidate &candidate, const LegalParams &choices) {
     for (const SmallVector<std::string, 2> &params : choices) {
       MoveInstance &instance =
@@ -533,30 +538,11 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
   };
   for (const Candidate &candidate : *candidates) {
     if (slot) {
-      // Shared by the scope-local moves of this listing.
-      auto answers = CheckCache::getShared<std::shared_ptr<const ScopeAnswers>>(
-          candidate.resolved.scope, CheckCache::Question::ScopeAnswers, [&] {
-            return getScopeAnswers(kernel, candidate, scopeLocal, reason);
-          });
-      if (*answers && *slot < (*answers)->size()) {
-        append(candidate, (**answers)[*slot]);
-        continue;
-      }
-    }
-    if (childLocal) {
-      // Keyed by the scope's context and the position of the child.
-      if (std::optional<std::pair<uint64_t, uint64_t>> key =
-              getChildKey(kernel, candidate)) {
-        // Stored as the answers of a scope (of one move), like the others.
-        std::shared_ptr<const void> known = dialect->lookupListing(*key);
-        if (!known) {
-          auto answers = std::make_shared<ScopeAnswers>();
-          answers->push_back(checkChoices(move, candidate.resolved, reason));
-          known = answers;
-          dialect->recordListing(*key, known);
-        }
-        append(candidate,
-               static_cast<const ScopeAnswers *>(known.get())->front());
+      std::shared_ptr<const ScopeAnswers> answers = getAnswers(
+          kernel, candidate, move.locatesChild(), group, reason);
+      // (The size guards against a 128-bit key collision between groups.)
+      if (answers && *slot < answers->size()) {
+        append(candidate, (*answers)[*slot]);
         continue;
       }
     }
@@ -567,19 +553,26 @@ static void appendLegalMoves(KernelOp kernel, const Move &move,
 SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
                                                          const Move &move,
                                                          ListingReuse reuse) {
+  std::optional<ScopeLocalMoves> scopeLocal;
+  if (reuse == ListingReuse::ScopeContext)
+    scopeLocal.emplace();
   SmallVector<MoveInstance> legal;
-  appendLegalMoves(kernel, move, reuse, legal);
+  appendLegalMoves(kernel, move, scopeLocal ? &*scopeLocal : nullptr, legal);
   return legal;
 }
 
 SmallVector<MoveInstance> mlir::perfdojo::enumerateMoves(KernelOp kernel,
                                                          ListingReuse reuse) {
+  std::optional<ScopeLocalMoves> scopeLocal;
+  if (reuse == ListingReuse::ScopeContext)
+    scopeLocal.emplace();
   // The checks of every move share one cache.
   CheckCache::Scope cache;
   SmallVector<MoveInstance> legal;
   legal.reserve(512);
   for (const std::unique_ptr<Move> &move : MoveRegistry::get().getMoves())
-    appendLegalMoves(kernel, *move, reuse, legal);
+    appendLegalMoves(kernel, *move, scopeLocal ? &*scopeLocal : nullptr,
+                     legal);
   return legal;
 }
 

@@ -37,8 +37,10 @@ public:
     TakenNames,
     /// The context keys of the kernel's scopes (enumerateMoves).
     ScopeContexts,
-    /// The answers of the scope-local moves at a scope (enumerateMoves).
+    /// The answers of the scope-local moves at a scope, and of those that
+    /// locate a child at a child (enumerateMoves).
     ScopeAnswers,
+    ChildAnswers,
     /// The top-level uses of each array (buffer sharing).
     TopLevelUses,
     /// The candidate locations of each kind (see LocationKind), the last

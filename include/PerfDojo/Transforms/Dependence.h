@@ -64,13 +64,6 @@ public:
 private:
   ArrayRef<int64_t> getReuse(BufferOp buffer) const;
 
-  bool mayConflictUncached(ComputeOp a, ComputeOp b,
-                           ArrayRef<int64_t> extentsA,
-                           ArrayRef<int64_t> extentsB, unsigned tie,
-                           ArrayRef<IterationOrder> order,
-                           bool reductionsCommute, std::string *buffer,
-                           BufferOp only) const;
-
   llvm::StringMap<BufferOp> arrays;
   llvm::DenseMap<Operation *, SmallVector<int64_t>> reuseOverrides;
 };

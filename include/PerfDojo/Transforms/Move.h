@@ -84,9 +84,9 @@ public:
   /// True for scope moves whose check and parameter choices read only the
   /// scope's context: its subtree, the subtree of its next sibling, the
   /// sizes and mappings of the scopes around it, and the kernel's buffer
-  /// declarations. Listing then reuses
-  /// their answers for any scope with the same context, in this state or a
-  /// later one (see enumerateMoves).
+  /// declarations (and, for moves that locate a child, which child). Listing
+  /// then reuses their answers for any scope with the same context, in this
+  /// state or a later one (see enumerateMoves).
   virtual bool isScopeLocal() const { return false; }
 
   /// Pure legality check; on refusal returns failure and sets `reason`.
@@ -151,7 +151,8 @@ enum class ListingReuse {
   /// an earlier listing of a scope with the same context when there is one.
   /// The answers of all of them at a scope are kept together by the dialect,
   /// keyed by an exact encoding of the context hashed to 128 bits, for the
-  /// MLIRContext's lifetime (at most 2^18 contexts, then forgotten).
+  /// MLIRContext's lifetime (two generations of 8,192 contexts: what is no
+  /// longer used is forgotten).
   ScopeContext,
   /// Every candidate is checked afresh (to verify the reuse).
   None,
