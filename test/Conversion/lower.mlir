@@ -55,7 +55,7 @@ perfdojo.kernel @mappings {
 // CHECK-LABEL: func.func @vectors
 // CHECK: %[[X:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
 // CHECK: %[[B:.*]] = vector.broadcast %{{.*}} : f32 to vector<16xf32>
-// CHECK: %[[S:.*]] = arith.subf %[[X]], %[[B]] : vector<16xf32>
+// CHECK: %[[S:.*]] = arith.subf %[[X]], %[[B]] fastmath<contract> : vector<16xf32>
 // CHECK: vector.store %[[S]], %arg1[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
 // CHECK-COUNT-4: vector.shuffle
 // CHECK: %[[R:.*]] = vector.extract %{{.*}}[0] : f32 from vector<16xf32>

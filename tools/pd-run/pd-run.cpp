@@ -95,6 +95,12 @@ static cl::opt<int64_t> streamingMinBytes(
     cl::desc("with --jit: outputs of at least this many bytes that the "
              "kernel only writes get non-temporal stores (0: never)"),
     cl::init(16 << 20));
+static cl::opt<bool> fpContract(
+    "fp-contract",
+    cl::desc("with --jit: let a floating-point product fuse with the sum "
+             "that consumes it (fused multiply-add, one rounding); "
+             "--fp-contract=false rounds every operation"),
+    cl::init(true), cl::cat(jitCategory));
 static cl::opt<std::string> checkAgainst(
     "check-against",
     cl::desc("with --jit: check the outputs against this kernel (text form "
@@ -142,6 +148,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.timeLimit = timeLimit;
   options.seed = seed;
   options.streamingMinBytes = streamingMinBytes;
+  options.fpContract = fpContract;
   EvaluationResult result;
   if (checkAgainst.empty()) {
     result = evaluate(kernel, options, reference, tolerance);

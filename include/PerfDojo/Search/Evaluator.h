@@ -43,6 +43,9 @@ struct EvaluationOptions {
   /// Outputs of at least this many bytes that the kernel only writes get
   /// non-temporal stores (see convert-perfdojo-to-standard); 0: never.
   int64_t streamingMinBytes = 16 << 20;
+  /// Whether a floating-point product may fuse with the sum that consumes
+  /// it (see convert-perfdojo-to-standard's fp-contract).
+  bool fpContract = true;
 };
 
 enum class EvaluationStatus {

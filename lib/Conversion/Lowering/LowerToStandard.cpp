@@ -33,8 +33,9 @@ struct Lanes {
 
 class KernelLowering {
 public:
-  KernelLowering(KernelOp kernel, int64_t streamingMinBytes)
-      : kernel(kernel), b(kernel), streamingMinBytes(streamingMinBytes) {}
+  KernelLowering(KernelOp kernel, int64_t streamingMinBytes, bool fpContract)
+      : kernel(kernel), b(kernel), streamingMinBytes(streamingMinBytes),
+        fpContract(fpContract) {}
 
   LogicalResult run();
 
@@ -114,6 +115,8 @@ private:
   Lanes lanes;
   SmallVector<scf::ForOp> unrolled;
   int64_t streamingMinBytes;
+  /// Whether a product may fuse with the sum that consumes it.
+  bool fpContract;
   /// The outputs that take streaming stores, with an i1 that holds when
   /// their base address is 64-byte aligned.
   llvm::DenseMap<Operation *, Value> streamed;
@@ -755,15 +758,18 @@ Value KernelLowering::operand(Attribute input, Type type) {
 
 Value KernelLowering::binary(OpKind kind, Value x, Value y, Type type) {
   bool fp = isFloat(type);
+  auto contract = arith::FastMathFlagsAttr::get(
+      b.getContext(), fpContract ? arith::FastMathFlags::contract
+                                 : arith::FastMathFlags::none);
   switch (kind) {
   case OpKind::add:
-    return fp ? arith::AddFOp::create(b, loc, x, y).getResult()
+    return fp ? arith::AddFOp::create(b, loc, x, y, contract).getResult()
               : arith::AddIOp::create(b, loc, x, y).getResult();
   case OpKind::sub:
-    return fp ? arith::SubFOp::create(b, loc, x, y).getResult()
+    return fp ? arith::SubFOp::create(b, loc, x, y, contract).getResult()
               : arith::SubIOp::create(b, loc, x, y).getResult();
   case OpKind::mul:
-    return fp ? arith::MulFOp::create(b, loc, x, y).getResult()
+    return fp ? arith::MulFOp::create(b, loc, x, y, contract).getResult()
               : arith::MulIOp::create(b, loc, x, y).getResult();
   case OpKind::div:
     return fp ? arith::DivFOp::create(b, loc, x, y).getResult()
@@ -1034,7 +1040,7 @@ struct ConvertPerfDojoToStandardPass
     ModuleOp module = getOperation();
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels) {
-      KernelLowering lowering(kernel, streamingMinBytes);
+      KernelLowering lowering(kernel, streamingMinBytes, fpContract);
       if (failed(lowering.run()))
         return signalPassFailure();
       kernel.erase();

@@ -42,6 +42,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
     OpPassManager &pm, const LowerToLLVMOptions &options) {
   ConvertPerfDojoToStandardOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
+  lowering.fpContract = options.fpContract;
   pm.addPass(createConvertPerfDojoToStandard(lowering));
   pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(createCanonicalizerPass());

@@ -250,6 +250,7 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
     PassManager pm(ctx, ModuleOp::getOperationName());
     LowerToLLVMOptions lowering;
     lowering.streamingMinBytes = options.streamingMinBytes;
+    lowering.fpContract = options.fpContract;
     buildLowerToLLVMPipeline(pm, lowering);
     if (failed(pm.run(*module)))
       return fail("lowering failed: " + diagnostics);

@@ -1,6 +1,7 @@
 //===- Search.cpp - Heuristic passes and search strategies ----------------===//
 
 #include "PerfDojo/Search/Search.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include <chrono>
 #include <cmath>
@@ -96,10 +97,98 @@ public:
     return exhaust(name, [](const MoveInstance &) { return true; });
   }
 
-  /// Fuse scopes and share buffers until neither applies.
-  void naive() {
-    while (exhaust("join_scopes") + exhaust("reuse_buffer"))
+  /// Fuse scopes and share buffers until neither applies. With
+  /// `keepProducts` (the expert), a product's reduction scope joins
+  /// nothing: gemm's k loop would otherwise take in the 1024-column loop
+  /// of the next statement, and registerBlock needs it alone.
+  void naive(bool keepProducts = false) {
+    auto accept = [&](const MoveInstance &move) {
+      if (!keepProducts)
+        return true;
+      ScopeOp scope = scopeOf(move);
+      auto next = scope ? dyn_cast_or_null<ScopeOp>(scope->getNextNode())
+                        : ScopeOp();
+      return scope && next && !reducesProduct(scope) && !reducesProduct(next);
+    };
+    while (exhaust("join_scopes", accept) + exhaust("reuse_buffer"))
       ;
+  }
+
+  /// Whether `scope` is the reduction scope of a product under it (the
+  /// product's output does not use its variable).
+  static bool reducesProduct(ScopeOp scope) {
+    bool found = false;
+    scope.walk([&](ComputeOp op) {
+      found |= isProduct(op) &&
+               llvm::none_of(op.getOut().getLinearForms(),
+                             [&](const LinearForm &f) {
+                               return f.coeff(scope.getDepth()) != 0;
+                             });
+    });
+    return found;
+  }
+
+  /// A product whose output columns (its last index) index an operand in
+  /// another dimension than the operand's last, while the reduction
+  /// indexes its last (relu_ffn's y[.., j] += r[.., k] * w[j, k]), reads
+  /// that operand across rows in the vector lanes. Copies it (add_copy at
+  /// the outermost scope) and moves the columns' dimension last
+  /// (permute_dims), so that the product vectorizes along the columns as
+  /// matmul does. Takes every step back if one is refused.
+  void transposeOperands() {
+    SmallVector<std::pair<std::string, std::pair<std::string, unsigned>>>
+        todo; // (scope location, (array, dimension of the columns))
+    env.getKernel().walk([&](ComputeOp op) {
+      if (!isProduct(op))
+        return;
+      SmallVector<LinearForm> out(op.getOut().getLinearForms());
+      std::optional<unsigned> columns;
+      for (auto s = op->getParentOfType<ScopeOp>(); s;
+           s = s->getParentOfType<ScopeOp>())
+        if (out.back().coeff(s.getDepth()) != 0)
+          columns = columns ? std::optional<unsigned>(~0u) : s.getDepth();
+      if (!columns || *columns == ~0u)
+        return;
+      for (Attribute input : op.getInputs()) {
+        auto access = dyn_cast<AccessAttr>(input);
+        if (!access)
+          continue;
+        SmallVector<LinearForm> in(access.getLinearForms());
+        if (in.size() < 2 || in.back().coeff(*columns) != 0)
+          continue;
+        bool lastReduces = false;
+        for (auto s = op->getParentOfType<ScopeOp>(); s;
+             s = s->getParentOfType<ScopeOp>())
+          lastReduces |= in.back().coeff(s.getDepth()) != 0 &&
+                         llvm::none_of(out, [&](const LinearForm &f) {
+                           return f.coeff(s.getDepth()) != 0;
+                         });
+        for (unsigned d = 0; d + 1 < in.size(); ++d)
+          if (lastReduces && in[d].coeff(*columns) != 0)
+            todo.push_back({scopeLocation(op, 0),
+                            {access.getArray().getValue().str(), d}});
+      }
+    });
+    std::string reason;
+    for (auto &[location, what] : todo) {
+      auto &[array, dim] = what;
+      size_t before = env.getMoves().size();
+      std::string name = array + "_t";
+      bool ok = succeeded(
+          env.step("add_copy@" + location + ":" + array + ":" + name, reason));
+      unsigned rank = 0;
+      if (ok)
+        for (BufferOp buffer : env.getKernel().getBuffers())
+          if (buffer.getSymName() == name)
+            rank = buffer.getShape().size();
+      for (unsigned d = dim; ok && d + 1 < rank; ++d)
+        ok = succeeded(env.step(
+            "permute_dims@" + name + ":" + std::to_string(d), reason));
+      if (!ok)
+        while (env.getMoves().size() > before)
+          (void)env.undo();
+      steps += env.getMoves().size() - before;
+    }
   }
 
   static bool onlyOperations(ScopeOp scope) {
@@ -159,56 +248,63 @@ public:
     });
   }
 
-  /// When no top-level scope may run in parallel as it is (its iterations
-  /// share temporaries), splits the first one into one block per thread
-  /// and gives each block its own copy of every temporary (add_dim, then
-  /// materialize_dims), then parallelizes the blocks. Takes every step
-  /// back if the blocks still cannot run in parallel.
+  /// For each top-level scope that may not run in parallel as it is (its
+  /// iterations share temporaries): splits it into one block per thread,
+  /// gives each block its own copy of every temporary it touches (add_dim,
+  /// then materialize_dims), then parallelizes the blocks. Takes every
+  /// step back for a scope whose blocks still cannot run in parallel.
   void parallelizeBlocks() {
     parallelize();
-    if (target.threads < 2 || steps >= kMaxSteps)
+    if (target.threads < 2)
       return;
-    // The first top-level scope still sequential.
-    bool sequential = false;
-    for (Operation &op : env.getKernel().getBodyBlock())
-      if (auto scope = dyn_cast<ScopeOp>(op))
-        sequential |= scope.getMapping() == Mapping::seq;
-    if (!sequential)
-      return;
-    size_t before = env.getMoves().size();
-    auto rollBack = [&] {
-      while (env.getMoves().size() > before)
-        (void)env.undo();
-    };
-    std::string block;
-    for (const MoveInstance &move : legal("tile_scope")) {
-      ScopeOp scope = scopeOf(move);
-      if (!scope || scope.getDepth() != 0 ||
-          scope.getMapping() != Mapping::seq || move.location.params.empty() ||
-          scope.getSize() % target.threads ||
-          move.location.params[0] !=
-              std::to_string(scope.getSize() / target.threads))
-        continue;
-      if (apply(move)) {
-        block = move.location.str(LocationKind::Scope);
-        break;
-      }
-    }
-    if (block.empty())
-      return;
-    SmallVector<std::string> temporaries;
-    for (BufferOp buffer : env.getKernel().getBuffers())
-      if (buffer.isTemporary())
-        temporaries.push_back(buffer.getSymName().str());
     std::string reason;
-    for (const std::string &name : temporaries) {
-      if (failed(env.step("add_dim@" + name + ":0:0", reason)))
+    for (unsigned index = 0; steps < kMaxSteps; ++index) {
+      // The index-th top-level scope, if sequential with nothing parallel
+      // inside and divisible among the threads.
+      ScopeOp scope;
+      unsigned n = 0;
+      for (Operation &op : env.getKernel().getBodyBlock())
+        if (auto s = dyn_cast<ScopeOp>(op); s && n++ == index)
+          scope = s;
+      if (!scope)
+        return;
+      bool inner = false;
+      scope.walk([&](ScopeOp s) {
+        inner |= s != scope && s.getMapping() == Mapping::parallel;
+      });
+      ComputeOp first;
+      scope.walk([&](ComputeOp c) {
+        if (!first)
+          first = c;
+      });
+      if (inner || !first || scope.getMapping() != Mapping::seq ||
+          scope.getSize() % target.threads || scope.getSize() < target.threads)
         continue;
-      if (failed(env.step("materialize_dims@" + name + ":0", reason)))
-        (void)env.undo();
+      llvm::StringSet<> touched;
+      forEachAccess(scope, [&](AccessAttr access, bool) {
+        touched.insert(access.getArray().getValue());
+      });
+      std::string block = scopeLocation(first, 0);
+      size_t before = env.getMoves().size();
+      if (failed(env.step("tile_scope@" + block + ":" +
+                              std::to_string(scope.getSize() / target.threads),
+                          reason)))
+        continue;
+      SmallVector<std::string> temporaries;
+      for (BufferOp buffer : env.getKernel().getBuffers())
+        if (buffer.isTemporary() && touched.contains(buffer.getSymName()))
+          temporaries.push_back(buffer.getSymName().str());
+      for (const std::string &name : temporaries) {
+        if (failed(env.step("add_dim@" + name + ":0:0", reason)))
+          continue;
+        if (failed(env.step("materialize_dims@" + name + ":0", reason)))
+          (void)env.undo();
+      }
+      if (failed(env.step("parallelize@" + block, reason)))
+        while (env.getMoves().size() > before)
+          (void)env.undo();
+      steps += env.getMoves().size() - before;
     }
-    if (failed(env.step("parallelize@" + block, reason)))
-      rollBack();
   }
 
   /// How an access uses the variable of depth `depth`: not at all, as the
@@ -391,12 +487,17 @@ public:
 
   /// Register blocking of products (matmul and kin): for each vector
   /// reduction under ... rows, k, columns, lanes, the columns split into
-  /// tiles of `cols` vectors and the rows into pairs, both brought below k
-  /// and unrolled, so that the lowering keeps a 2 x `cols` tile of vectors
-  /// in registers through the k loop, each loaded B vector serving two
-  /// rows. Steps that are refused are skipped; a product is visited once.
+  /// tiles of `cols` vectors and the rows into tiles of R rows, both
+  /// brought below k and unrolled, so that the lowering keeps an R x `cols`
+  /// tile of vectors in registers through the k loop, each loaded B vector
+  /// serving R rows. R is the largest of 6, 4, 3, 2 that divides the rows:
+  /// up to 24 accumulators, with the `cols` B vectors and a broadcast
+  /// within the 32 vector registers of AVX-512, and at least 8 independent
+  /// fused multiply-adds per k step to cover their latency (4 cycles, 2
+  /// per cycle). Then packPanel. Steps that are refused are skipped; a
+  /// product is visited once.
   void registerBlock() {
-    const int64_t cols = 4, rowsPerTile = 2;
+    const int64_t cols = 4;
     SmallVector<std::string> done;
     std::string reason;
     while (steps < kMaxSteps) {
@@ -442,8 +543,21 @@ public:
       ScopeOp rows = dyn_cast<ScopeOp>(q->reduction->getParentOp());
       while (rows && !isRows(rows))
         rows = dyn_cast<ScopeOp>(rows->getParentOp());
-      if (!rows || rows.getMapping() != Mapping::seq ||
-          rows.getSize() % rowsPerTile || rows.getSize() <= rowsPerTile)
+      if (!rows || rows.getMapping() != Mapping::seq)
+        continue;
+      // The vectors per row of the tile: those of the unrolled scopes
+      // between k and the lanes (4 after the column tiling, 7 for
+      // relu_ffn's 112 columns, which 4 does not divide).
+      int64_t vectors = 1;
+      for (Operation *s = q->op->getParentOp()->getParentOp();
+           s != q->reduction.getOperation(); s = s->getParentOp())
+        vectors *= cast<ScopeOp>(s).getSize();
+      int64_t rowsPerTile = 0;
+      for (int64_t r : {6, 4, 3, 2})
+        if (!rowsPerTile && rows.getSize() % r == 0 && rows.getSize() > r &&
+            r * vectors <= 24)
+          rowsPerTile = r;
+      if (!rowsPerTile)
         continue;
       unsigned r = rows.getDepth();
       size_t before = env.getMoves().size();
@@ -451,22 +565,32 @@ public:
         while (env.getMoves().size() > before)
           (void)env.undo();
       };
-      // Whatever shares the rows scope with the product (its zeroing, say)
-      // is split off first.
+      // Whatever shares the rows scope with the product (its zeroing
+      // before it, the element-wise tail of swiglu after it) is split off
+      // first: the scope splits after the product's subtree, then before.
       if (!llvm::hasSingleElement(rows.getBodyBlock())) {
         Operation *child = q->op;
         while (child->getParentOp() != rows)
           child = child->getParentOp();
-        ComputeOp previous;
+        // Both locations are taken before the first step replaces the
+        // kernel; splitting does not change them.
+        std::string after = child->getNextNode()
+                                ? "split_scope@" + scopeLocation(q->op, r)
+                                : std::string();
+        std::string beforeIt;
         if (Operation *node = child->getPrevNode())
           node->walk([&](ComputeOp c) {
-            if (!previous)
-              previous = c;
+            beforeIt = "split_scope@" + scopeLocation(c, r);
           });
-        if (!previous || child->getNextNode() ||
-            failed(env.step("split_scope@" + scopeLocation(previous, r),
-                            reason)))
+        bool split = true;
+        if (!after.empty())
+          split = succeeded(env.step(after, reason));
+        if (split && !beforeIt.empty())
+          split = succeeded(env.step(beforeIt, reason));
+        if (!split) {
+          rollBack();
           continue;
+        }
       }
       // After the tile, the pair is at depth r + 1 and k one deeper than
       // now; each interchange sinks the pair by one, until it sits right
@@ -488,7 +612,113 @@ public:
         continue;
       }
       steps += env.getMoves().size() - before;
+      packPanel(id);
     }
+  }
+
+  /// After register blocking, ... R, T, K, tile, lanes (R the row tiles,
+  /// T the column tiles, K the reduction): brings T outside R and copies
+  /// the K x tile panel of the operand that R does not index (matmul's B)
+  /// into a contiguous temporary before R (add_copy), its rows vectorized.
+  /// The register tiles of every row then read one panel that stays in the
+  /// cache, at unit stride, instead of rows of B a whole row apart (one
+  /// page per k for a 1024-wide B). When T's tiles cannot be shared out
+  /// evenly among the threads (swiglu's 7), R and the copy run in
+  /// parallel inside T instead of T in blocks (parallelizeBlocks); so do
+  /// they when T has fewer than two tiles per thread. Takes every step
+  /// back if one is refused.
+  void packPanel(StringRef id) {
+    std::optional<Product> q = findProductAt(id);
+    if (!q || steps >= kMaxSteps)
+      return;
+    SmallVector<LinearForm> forms(q->op.getOut().getLinearForms());
+    auto uses = [](ArrayRef<LinearForm> fs, unsigned d) {
+      return llvm::any_of(fs,
+                          [&](const LinearForm &f) { return f.coeff(d) != 0; });
+    };
+    auto tiles = dyn_cast<ScopeOp>(q->reduction->getParentOp());
+    auto rows = tiles ? dyn_cast<ScopeOp>(tiles->getParentOp()) : ScopeOp();
+    if (!rows || tiles.getMapping() != Mapping::seq ||
+        rows.getMapping() != Mapping::seq ||
+        !llvm::hasSingleElement(rows.getBodyBlock()) ||
+        !forms.back().coeff(tiles.getDepth()) ||
+        forms.back().coeff(rows.getDepth()) || !uses(forms, rows.getDepth()))
+      return;
+    // The operand: read with k, without the rows.
+    std::string array;
+    for (Attribute input : q->op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access)
+        continue;
+      SmallVector<LinearForm> in(access.getLinearForms());
+      if (uses(in, q->reduction.getDepth()) && !uses(in, rows.getDepth()) &&
+          uses(in, tiles.getDepth()))
+        array = access.getArray().getValue().str();
+    }
+    if (array.empty())
+      return;
+    unsigned r = rows.getDepth();
+    size_t before = env.getMoves().size();
+    std::string reason;
+    auto step = [&](const std::string &move) {
+      return succeeded(env.step(move, reason));
+    };
+    // The copy is named after the operand: B_panel, else B_panel1, ...
+    std::string name;
+    bool ok = step("swap_nested_scopes@" +
+                   scopeLocation(*findProductOp(id), r));
+    for (unsigned n = 0; ok && name.empty() && n < 8; ++n) {
+      std::string candidate =
+          array + "_panel" + (n ? std::to_string(n) : std::string());
+      if (step("add_copy@" + scopeLocation(*findProductOp(id), r + 1) + ":" +
+               array + ":" + candidate))
+        name = candidate;
+    }
+    ok &= !name.empty();
+    // The copy (found again after each step, which replaces the kernel),
+    // its innermost scope as vectors.
+    auto findCopy = [&] {
+      ComputeOp copy;
+      env.getKernel().walk([&](ComputeOp c) {
+        if (c.getOut().getArray().getValue() == name)
+          copy = c;
+      });
+      return copy;
+    };
+    if (ok && findCopy()) {
+      auto inner = cast<ScopeOp>(findCopy()->getParentOp());
+      int64_t width = target.vectorWidth, size = inner.getSize();
+      unsigned d = inner.getDepth();
+      if (size % width == 0 && size > width &&
+          step("tile_scope@" + scopeLocation(findCopy(), d) + ":" +
+               std::to_string(width)))
+        ++d;
+      if (size % width == 0)
+        (void)step("vectorize@" + scopeLocation(findCopy(), d));
+    }
+    // T's tiles not shared out evenly, or too few: parallel inside T.
+    std::optional<ComputeOp> op = findProductOp(id);
+    if (ok && op && target.threads > 1) {
+      ScopeOp outer = (*op)->getParentOfType<ScopeOp>();
+      while (outer && outer.getDepth() > r)
+        outer = outer->getParentOfType<ScopeOp>();
+      bool anyParallel = false;
+      for (ScopeOp s = outer; s; s = s->getParentOfType<ScopeOp>())
+        anyParallel |= s.getMapping() == Mapping::parallel;
+      if (outer && !anyParallel &&
+          (outer.getSize() % target.threads ||
+           outer.getSize() < 2 * target.threads)) {
+        ok = step("parallelize@" + scopeLocation(*op, r + 1));
+        if (ok)
+          (void)step("parallelize@" + scopeLocation(findCopy(), r + 1));
+      }
+    }
+    if (!ok) {
+      while (env.getMoves().size() > before)
+        (void)env.undo();
+      return;
+    }
+    steps += env.getMoves().size() - before;
   }
   /// The reduction whose depth-0 location was `id`, after other moves.
   std::optional<ComputeOp> findProductOp(StringRef id) {
@@ -520,8 +750,40 @@ public:
                    reduction, columns};
   }
 
-  /// Temporaries keep only the elements that are live at once.
-  void shrinkTemporaries() { exhaust("reuse_dims"); }
+  /// Whether `op` is a product: a reduction under a scope whose variable
+  /// its output does not index (k), with at least two variables that the
+  /// output does index (rows and columns): matmul, a convolution, not a
+  /// row sum or a softmax's maximum.
+  static bool isProduct(ComputeOp op) {
+    if (op.getReduction() == Reduction::none)
+      return false;
+    SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+    unsigned indexed = 0;
+    bool reduced = false;
+    for (auto s = op->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>()) {
+      bool used = llvm::any_of(forms, [&](const LinearForm &f) {
+        return f.coeff(s.getDepth()) != 0;
+      });
+      indexed += used;
+      reduced |= !used;
+    }
+    return reduced && indexed >= 2;
+  }
+
+  /// Temporaries keep only the elements that are live at once, except
+  /// those a product writes: their rows stay, so that registerBlock can
+  /// give the product a row loop of its own and tile it.
+  void shrinkTemporaries() {
+    llvm::StringSet<> products;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (isProduct(op))
+        products.insert(op.getOut().getArray().getValue());
+    });
+    exhaust("reuse_dims", [&](const MoveInstance &move) {
+      return !products.contains(move.location.name);
+    });
+  }
 
   /// Each reduction into an element its innermost loop does not index
   /// gets a loop of its own, where the lowering keeps partial results in
@@ -566,10 +828,11 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.parallelize();
     return;
   case Strategy::Expert:
+    runner.transposeOperands();
     runner.bringParallelOutward();
     runner.bringContiguousInward();
     runner.alignForFusion();
-    runner.naive();
+    runner.naive(/*keepProducts=*/true);
     runner.shrinkTemporaries();
     runner.vectorize();
     runner.isolateReductions();

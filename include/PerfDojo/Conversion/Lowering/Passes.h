@@ -38,6 +38,12 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
       llvm::cl::desc("Outputs of at least this many bytes that the kernel "
                      "only writes get non-temporal vector stores (0: never)"),
       llvm::cl::init(16 << 20)};
+  Option<bool> fpContract{
+      *this, "fp-contract",
+      llvm::cl::desc("Let a floating-point product fuse with the sum that "
+                     "consumes it (fused multiply-add); off: every "
+                     "operation rounds"),
+      llvm::cl::init(true)};
 };
 
 void buildLowerToLLVMPipeline(OpPassManager &pm,

@@ -25,7 +25,11 @@ def ConvertPerfDojoToStandard
       broadcast, lane-invariant reduction targets as a horizontal
       `vector.reduction`, anything else lane by lane.
     - Compute operations become `arith`/`math` operations in the output's
-      element type, reductions a load, combine and store.
+      element type, reductions a load, combine and store. With
+      `fp-contract` (the default) floating-point additions, subtractions
+      and multiplications carry the `contract` flag: LLVM may fuse a
+      product with the sum that consumes it (`C += A * B` becomes one
+      fused multiply-add, rounded once), as C compilers do by default.
 
     - Streaming stores: a contiguous vector store into an output of at
       least `streaming-min-bytes` that the kernel only writes (never reads,
@@ -43,7 +47,11 @@ def ConvertPerfDojoToStandard
     Option<"streamingMinBytes", "streaming-min-bytes", "int64_t",
            /*default=*/"16777216",
            "Outputs of at least this many bytes that the kernel only writes "
-           "get non-temporal vector stores (0: never)">
+           "get non-temporal vector stores (0: never)">,
+    Option<"fpContract", "fp-contract", "bool", /*default=*/"true",
+           "Let a floating-point product fuse with the sum or difference "
+           "that consumes it (one rounding: a fused multiply-add), as C "
+           "compilers do by default; off: every operation rounds">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
