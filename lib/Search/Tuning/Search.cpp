@@ -2,6 +2,7 @@
 
 #include "PerfDojo/Search/Search.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include <chrono>
 #include <cmath>
@@ -220,6 +221,25 @@ public:
         progress = true;
       }
     }
+    // What remains narrower than the width (54 - 48 = 6 columns of a
+    // convolution's output) peels into powers of two (4 + 2), each a
+    // narrower vector, when an access runs along it.
+    for (bool progress = true; progress && steps < kMaxSteps;) {
+      progress = false;
+      std::string move;
+      env.getKernel().walk([&](ScopeOp scope) {
+        int64_t size = scope.getSize();
+        if (!move.empty() || !isRemainder(scope) || llvm::isPowerOf2_64(size))
+          return;
+        auto first = cast<ComputeOp>(scope.getBodyBlock().front());
+        move = "peel_scope@" + scopeLocation(first, scope.getDepth()) + ":" +
+               std::to_string(llvm::bit_floor(uint64_t(size)));
+      });
+      if (!move.empty() && succeeded(env.step(move, reason))) {
+        ++steps;
+        progress = true;
+      }
+    }
     // Tile each innermost sequential scope larger than the width.
     exhaust("tile_scope", [&](const MoveInstance &move) {
       if (move.location.params.empty() ||
@@ -229,13 +249,26 @@ public:
       return scope && scope.getMapping() == Mapping::seq &&
              int64_t(scope.getSize()) > width && onlyOperations(scope);
     });
-    // One operation per scope of the width, then vectorize those.
+    // One operation per scope of the width (or a remainder's power of
+    // two), then vectorize those.
     exhaust("split_scope", [&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
-      return scope && int64_t(scope.getSize()) == width &&
+      return scope &&
+             (int64_t(scope.getSize()) == width ||
+              (isRemainder(scope) && llvm::isPowerOf2_64(scope.getSize()))) &&
              scope.getMapping() == Mapping::seq && onlyOperations(scope);
     });
     exhaust("vectorize");
+  }
+
+  /// An innermost sequential scope inside another, narrower than the
+  /// vector width but more than one iteration, along which some access
+  /// runs contiguously (as a vectorizable remainder would).
+  bool isRemainder(ScopeOp scope) {
+    int64_t size = scope.getSize();
+    return scope.getDepth() > 0 && scope.getMapping() == Mapping::seq &&
+           size > 1 && size < target.vectorWidth && onlyOperations(scope) &&
+           contiguityScore(scope, scope.getDepth()) > 0;
   }
 
   /// Every top-level scope that may run in parallel and has an iteration
@@ -306,6 +339,48 @@ public:
       steps += env.getMoves().size() - before;
     }
   }
+
+  /// Inside top-level scopes that stay sequential (a batch norm's 3
+  /// channels, which 2 threads cannot share out evenly and whose sums
+  /// cannot run in parallel), the outermost scopes that may run in
+  /// parallel do, as long as the scopes around them run at most
+  /// kMaxParallelEntries times together (each entry is a fork and a join).
+  void parallelizeInner() {
+    if (target.threads < 2)
+      return;
+    auto hasParallel = [](ScopeOp scope) {
+      bool found = false;
+      scope.walk([&](ScopeOp s) {
+        found |= s.getMapping() == Mapping::parallel;
+      });
+      return found;
+    };
+    while (steps < kMaxSteps) {
+      std::optional<MoveInstance> best;
+      unsigned bestDepth = ~0u;
+      for (const MoveInstance &move : legal("parallelize")) {
+        ScopeOp scope = scopeOf(move);
+        if (!scope || scope.getDepth() == 0 || scope.getDepth() >= bestDepth ||
+            scope.getSize() < target.threads || hasParallel(scope))
+          continue;
+        int64_t entries = 1;
+        bool sequential = true;
+        for (auto s = scope->getParentOfType<ScopeOp>(); s;
+             s = s->getParentOfType<ScopeOp>()) {
+          entries *= s.getSize();
+          sequential &= s.getMapping() == Mapping::seq ||
+                        s.getMapping() == Mapping::unroll;
+        }
+        if (sequential && entries <= kMaxParallelEntries) {
+          best = move;
+          bestDepth = scope.getDepth();
+        }
+      }
+      if (!best || !apply(*best))
+        return;
+    }
+  }
+  static constexpr int64_t kMaxParallelEntries = 64;
 
   /// How an access uses the variable of depth `depth`: not at all, as the
   /// unit-stride index of its last dimension only, or otherwise (scattered).
@@ -468,8 +543,7 @@ public:
       auto reduction =
           columns ? dyn_cast<ScopeOp>(columns->getParentOp()) : ScopeOp();
       if (!reduction || columns.getMapping() != Mapping::seq ||
-          reduction.getMapping() != Mapping::seq ||
-          !llvm::hasSingleElement(reduction.getBodyBlock()))
+          reduction.getMapping() != Mapping::seq)
         return;
       SmallVector<LinearForm> forms(op.getOut().getLinearForms());
       bool usesReduction = false;
@@ -507,6 +581,18 @@ public:
       std::string id = scopeLocation(p->op, 0);
       done.push_back(id);
       unsigned k = p->reduction.getDepth();
+      // k holds the product alone (a convolution's peeled columns go).
+      if (!llvm::hasSingleElement(p->reduction.getBodyBlock())) {
+        size_t before = env.getMoves().size();
+        if (!isolate(id, k)) {
+          while (env.getMoves().size() > before)
+            (void)env.undo();
+          continue;
+        }
+        p = findProductAt(id);
+        if (!p)
+          continue;
+      }
       // columns -> (columns / cols) x cols, the outer part above k.
       if (p->columns.getSize() % cols == 0 && p->columns.getSize() > cols &&
           succeeded(env.step("tile_scope@" + scopeLocation(p->op, k + 1) +
@@ -526,24 +612,47 @@ public:
                                  q->op, q->columns.getDepth()),
                              reason)))
         ++steps;
-      // Rows in pairs, the pair brought below k. The rows are the nearest
-      // scope above k that indexes the output but not its contiguous
-      // dimension.
+      // Rows in tiles, the tile brought below k. The rows are a scope
+      // above k that indexes the output but not its contiguous dimension,
+      // preferably one that the vector-loaded operand (read along the
+      // columns) does not use, so that each loaded vector serves every row
+      // of the tile: matmul's i (B does not use it), a convolution's
+      // output channel (not its output row h, which x uses); else the
+      // nearest.
       q = findProductAt(id);
       if (!q)
         continue;
       SmallVector<LinearForm> forms(q->op.getOut().getLinearForms());
+      auto usesVar = [](ArrayRef<LinearForm> fs, unsigned d) {
+        return llvm::any_of(
+            fs, [&](const LinearForm &f) { return f.coeff(d) != 0; });
+      };
       auto isRows = [&](ScopeOp s) {
         unsigned d = s.getDepth();
-        bool used = false;
-        for (const LinearForm &f : forms)
-          used |= f.coeff(d) != 0;
-        return used && !forms.back().coeff(d);
+        return usesVar(forms, d) && !forms.back().coeff(d);
       };
-      ScopeOp rows = dyn_cast<ScopeOp>(q->reduction->getParentOp());
-      while (rows && !isRows(rows))
-        rows = dyn_cast<ScopeOp>(rows->getParentOp());
-      if (!rows || rows.getMapping() != Mapping::seq)
+      SmallVector<SmallVector<LinearForm>> loaded;
+      for (Attribute input : q->op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input)) {
+          SmallVector<LinearForm> in(access.getLinearForms());
+          if (in.back().coeff(q->columns.getDepth()) != 0)
+            loaded.push_back(in);
+        }
+      ScopeOp rows;
+      for (auto s = dyn_cast<ScopeOp>(q->reduction->getParentOp()); s;
+           s = dyn_cast<ScopeOp>(s->getParentOp())) {
+        if (!isRows(s) || s.getMapping() != Mapping::seq)
+          continue;
+        bool shared = llvm::none_of(loaded, [&](ArrayRef<LinearForm> in) {
+          return usesVar(in, s.getDepth());
+        });
+        if (!rows || shared) {
+          rows = s;
+          if (shared)
+            break;
+        }
+      }
+      if (!rows)
         continue;
       // The vectors per row of the tile: those of the unrolled scopes
       // between k and the lanes (4 after the column tiling, 7 for
@@ -554,7 +663,7 @@ public:
         vectors *= cast<ScopeOp>(s).getSize();
       int64_t rowsPerTile = 0;
       for (int64_t r : {6, 4, 3, 2})
-        if (!rowsPerTile && rows.getSize() % r == 0 && rows.getSize() > r &&
+        if (!rowsPerTile && int64_t(rows.getSize()) % r == 0 && int64_t(rows.getSize()) > r &&
             r * vectors <= 24)
           rowsPerTile = r;
       if (!rowsPerTile)
@@ -565,32 +674,16 @@ public:
         while (env.getMoves().size() > before)
           (void)env.undo();
       };
-      // Whatever shares the rows scope with the product (its zeroing
-      // before it, the element-wise tail of swiglu after it) is split off
-      // first: the scope splits after the product's subtree, then before.
-      if (!llvm::hasSingleElement(rows.getBodyBlock())) {
-        Operation *child = q->op;
-        while (child->getParentOp() != rows)
-          child = child->getParentOp();
-        // Both locations are taken before the first step replaces the
-        // kernel; splitting does not change them.
-        std::string after = child->getNextNode()
-                                ? "split_scope@" + scopeLocation(q->op, r)
-                                : std::string();
-        std::string beforeIt;
-        if (Operation *node = child->getPrevNode())
-          node->walk([&](ComputeOp c) {
-            beforeIt = "split_scope@" + scopeLocation(c, r);
-          });
-        bool split = true;
-        if (!after.empty())
-          split = succeeded(env.step(after, reason));
-        if (split && !beforeIt.empty())
-          split = succeeded(env.step(beforeIt, reason));
-        if (!split) {
-          rollBack();
-          continue;
-        }
+      // Whatever shares a scope between the rows and k with the product
+      // (its zeroing before it, the element-wise tail of swiglu after it,
+      // a convolution's peeled columns) is split off first, the deepest
+      // scope first: each splits after the product's subtree, then before.
+      bool split = true;
+      for (unsigned d = q->reduction.getDepth(); split && d-- > r;)
+        split = isolate(id, d);
+      if (!split) {
+        rollBack();
+        continue;
       }
       // After the tile, the pair is at depth r + 1 and k one deeper than
       // now; each interchange sinks the pair by one, until it sits right
@@ -720,6 +813,35 @@ public:
     }
     steps += env.getMoves().size() - before;
   }
+  /// Splits the scope of depth `d` around the reduction whose depth-0
+  /// location is `id` so that the child holding it is alone: after that
+  /// child's subtree, then before it. False if a split is refused (the
+  /// steps taken stay).
+  bool isolate(StringRef id, unsigned d) {
+    ComputeOp op = *findProductOp(id);
+    Operation *child = op;
+    while (cast<ScopeOp>(child->getParentOp()).getDepth() != d)
+      child = child->getParentOp();
+    // Both locations are taken before the first step replaces the kernel;
+    // splitting does not change them.
+    std::string after = child->getNextNode()
+                            ? "split_scope@" + scopeLocation(op, d)
+                            : std::string();
+    std::string beforeIt;
+    if (Operation *node = child->getPrevNode())
+      node->walk(
+          [&](ComputeOp c) { beforeIt = "split_scope@" + scopeLocation(c, d); });
+    std::string reason;
+    for (const std::string &move : {after, beforeIt}) {
+      if (move.empty())
+        continue;
+      if (failed(env.step(move, reason)))
+        return false;
+      ++steps;
+    }
+    return true;
+  }
+
   /// The reduction whose depth-0 location was `id`, after other moves.
   std::optional<ComputeOp> findProductOp(StringRef id) {
     std::optional<ComputeOp> result;
@@ -838,6 +960,7 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.isolateReductions();
     runner.registerBlock();
     runner.parallelizeBlocks();
+    runner.parallelizeInner();
     return;
   case Strategy::Random:
   case Strategy::Anneal:
