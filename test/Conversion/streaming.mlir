@@ -1,6 +1,6 @@
-// Streaming (non-temporal) stores: a contiguous vector store into a large
-// output that the kernel only writes, at offsets that are multiples of the
-// vector's size, takes a non-temporal store when the output's base address
+// Streaming (non-temporal) stores: a contiguous vector store of a whole
+// 64-byte cache line into a large output that the kernel only writes, at
+// offsets that are multiples of the vector's size, takes a non-temporal store when the output's base address
 // is 64-byte aligned (checked once per call) and an ordinary one otherwise.
 // The threshold is lowered to 1 KiB here; the outputs hold 4 KiB.
 // RUN: pd-opt %s --split-input-file --convert-perfdojo-to-standard=streaming-min-bytes=1024 | FileCheck %s
@@ -54,6 +54,24 @@ perfdojo.kernel @unaligned {
   perfdojo.scope 64 {
     perfdojo.scope 16 vector {
       perfdojo.compute y[{0} * 16 + {1} + 8] = x[{0} * 16 + {1}]
+    }
+  }
+}
+
+// -----
+
+// A vector narrower than a 64-byte cache line, even at aligned offsets:
+// an ordinary store (a partial line streamed while other stores write the
+// rest of it is slow).
+// CHECK-LABEL: func.func @narrow
+// CHECK-NOT: nontemporal
+// CHECK: return
+perfdojo.kernel @narrow {
+  perfdojo.buffer in x f32 [1024] heap
+  perfdojo.buffer out y f32 [1024] heap
+  perfdojo.scope 256 {
+    perfdojo.scope 4 vector {
+      perfdojo.compute y[{0} * 4 + {1}] = x[{0} * 4 + {1}]
     }
   }
 }

@@ -263,12 +263,16 @@ public:
 
   /// An innermost sequential scope inside another, narrower than the
   /// vector width but more than one iteration, along which some access
-  /// runs contiguously (as a vectorizable remainder would).
+  /// runs contiguously (as a vectorizable remainder would) and every
+  /// operation writes its own elements (a sum into one element would
+  /// reduce each narrow vector across its lanes, a shuffle sequence per
+  /// vector that saves little over the scalar loop).
   bool isRemainder(ScopeOp scope) {
     int64_t size = scope.getSize();
     return scope.getDepth() > 0 && scope.getMapping() == Mapping::seq &&
            size > 1 && size < target.vectorWidth && onlyOperations(scope) &&
-           contiguityScore(scope, scope.getDepth()) > 0;
+           contiguityScore(scope, scope.getDepth()) > 0 &&
+           outputsUse(scope, scope.getDepth(), /*reductionsOnly=*/false);
   }
 
   /// Every top-level scope that may run in parallel and has an iteration

@@ -31,11 +31,11 @@ def ConvertPerfDojoToStandard
       product with the sum that consumes it (`C += A * B` becomes one
       fused multiply-add, rounded once), as C compilers do by default.
 
-    - Streaming stores: a contiguous vector store into an output of at
-      least `streaming-min-bytes` that the kernel only writes (never reads,
-      never reduces into) is non-temporal (`nontemporal`, aligned to the
-      vector's size) when its offset is a multiple of the vector's size for
-      every iteration and the output's base address is aligned at run time
+    - Streaming stores: a contiguous vector store of a whole 64-byte
+      cache line into an output of at least `streaming-min-bytes` that the
+      kernel only writes (never reads, never reduces into) is non-temporal
+      (`nontemporal`, aligned to the line) when its offset is a multiple of
+      the vector's size for every iteration and the output's base address is aligned at run time
       (checked once per call; an unaligned output takes ordinary stores).
       Such an output bypasses the caches: no read for ownership, about a
       third less DRAM traffic. `pd-fence-streaming-stores` orders them.
