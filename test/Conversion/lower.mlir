@@ -223,6 +223,34 @@ perfdojo.kernel @tile {
 
 // -----
 
+// Unrolled instances that update the same vector (a convolution's window,
+// whose positions the output does not use) share one accumulator: 2
+// vectors for 3 x 2 instances, updated in the scopes' order.
+// CHECK-LABEL: func.func @window
+// CHECK-COUNT-2: vector.load %arg2
+// CHECK: scf.for {{.*}} iter_args({{[^,]*}}, {{[^,]*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-6: arith.addf
+// CHECK-NOT: vector.store
+// CHECK: scf.yield
+// CHECK-COUNT-2: vector.store {{.*}}, %arg2
+// CHECK-NOT: vector.store
+perfdojo.kernel @window {
+  perfdojo.buffer in x f32 [4, 40] heap
+  perfdojo.buffer in w f32 [4, 3] heap
+  perfdojo.buffer out y f32 [32] heap
+  perfdojo.scope 4 {
+    perfdojo.scope 3 unroll {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute y[{2} * 16 + {3}] += mul(x[{0}, {1} + {2} * 16 + {3}], w[{0}, {1}])
+        }
+      }
+    }
+  }
+}
+
+// -----
+
 // Unrolled instances whose vectors overlap (offsets 0 and 8 of a 16-lane
 // vector) are not kept in registers: each would miss the other's updates.
 // CHECK-LABEL: func.func @overlap

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
+#include <map>
 
 namespace mlir {
 namespace perfdojo {
@@ -56,15 +57,22 @@ private:
   LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
   /// A sequential scope S whose body is a chain of unrolled scopes ending in
   /// a vector scope with one reduction whose element is contiguous in the
-  /// lanes, invariant in S, never read by the operation's inputs, and
-  /// distinct for every instance of the unrolled scopes: that operation
-  /// and the unrolled scopes, else null.
+  /// lanes, invariant in S, never read by the operation's inputs, and for
+  /// any two instances of the unrolled scopes the same vector or vectors
+  /// that do not overlap (at most kMaxTileVectors distinct ones, at most
+  /// kMaxTileInstances instances): that operation and the unrolled scopes,
+  /// else null.
   ComputeOp getRegisterTile(ScopeOp scope, SmallVectorImpl<ScopeOp> &unrolls);
   /// Lowers such a scope keeping one vector per unrolled instance in
   /// registers through the loop: loaded before, updated in the same order as
   /// the scope would (exact), stored after.
   LogicalResult lowerRegisterTile(ScopeOp scope, ComputeOp op,
                                   ArrayRef<ScopeOp> unrolls);
+  /// Vector registers a register tile may hold (of AVX-512's 32, the rest
+  /// for the loaded operands), and unrolled instances it may have (code
+  /// size: a 3 x 3 window over 4 x 3 vectors is 108).
+  static constexpr size_t kMaxTileVectors = 24;
+  static constexpr int64_t kMaxTileInstances = 256;
 
   /// Outputs of at least `streamingMinBytes` that no operation reads or
   /// reduces into: for each, whether its base address is aligned to 64
@@ -498,7 +506,7 @@ ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
     child = &s.getBodyBlock().front();
   }
   auto vec = dyn_cast<ScopeOp>(child);
-  if (!vec || instances > 24)
+  if (!vec || instances > kMaxTileInstances)
     return {};
   auto op = dyn_cast<ComputeOp>(vec.getBodyBlock().front());
   if (!op || op.getReduction() == Reduction::none)
@@ -519,8 +527,11 @@ ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
     if (form.coeff(lane) != (last ? 1 : 0))
       return {};
   }
-  // The instances' vectors must not overlap: pairwise, some dimension
-  // differs by a constant, by at least the width in the last one.
+  // The instances' vectors must be the same or not overlap: pairwise,
+  // every dimension equal (one accumulator: a convolution's window
+  // positions, unrolled, all update the same outputs), or some dimension
+  // different by a constant, by at least the width in the last one. At
+  // most 24 distinct vectors.
   SmallVector<SmallVector<int64_t>> offsets;
   SmallVector<int64_t> counter(unrolls.size(), 0);
   for (int64_t i = 0; i < instances; ++i) {
@@ -538,6 +549,10 @@ ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
       counter[u] = 0;
     }
   }
+  llvm::sort(offsets);
+  offsets.erase(llvm::unique(offsets), offsets.end());
+  if (offsets.size() > kMaxTileVectors)
+    return {};
   for (size_t i = 0; i < offsets.size(); ++i)
     for (size_t j = i + 1; j < offsets.size(); ++j) {
       bool apart = false;
@@ -585,8 +600,24 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
     ivs.push_back(Value()); // the lanes
   };
   lanes = {vec.getDepth(), int64_t(vec.getSize()), true};
+  // One accumulator per distinct output vector, in the order of the
+  // instances that first update it; `slot[i]` is instance i's.
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+  std::map<SmallVector<int64_t>, unsigned> slots;
+  SmallVector<unsigned> slot;
   SmallVector<Value> inits;
   for (ArrayRef<int64_t> combo : combos) {
+    SmallVector<int64_t> offset;
+    for (const LinearForm &form : forms) {
+      int64_t o = 0;
+      for (size_t u = 0; u < unrolls.size(); ++u)
+        o += form.coeff(ScopeOp(unrolls[u]).getDepth()) * combo[u];
+      offset.push_back(o);
+    }
+    auto [it, added] = slots.try_emplace(offset, inits.size());
+    slot.push_back(it->second);
+    if (!added)
+      continue;
     bind(constantIndex(0), combo);
     inits.push_back(vector::LoadOp::create(b, loc, vecType, memref,
                                            indices(op.getOut(), 0)));
@@ -597,8 +628,8 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> next;
-    for (auto [combo, acc] : llvm::zip(combos, loop.getRegionIterArgs())) {
+    SmallVector<Value> next(loop.getRegionIterArgs());
+    for (auto [combo, i] : llvm::zip(combos, slot)) {
       bind(loop.getInductionVar(), combo);
       loc = op.getLoc();
       std::string error;
@@ -608,13 +639,18 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
         lanes = {};
         return op.emitError(error);
       }
-      next.push_back(binary(combiner(op.getReduction()), acc, value, type));
+      next[i] = binary(combiner(op.getReduction()), next[i], value, type);
     }
     scf::YieldOp::create(b, loc, next);
   }
-  for (auto [combo, result] : llvm::zip(combos, loop.getResults())) {
+  SmallVector<bool> stored(inits.size(), false);
+  for (auto [combo, i] : llvm::zip(combos, slot)) {
+    if (stored[i])
+      continue;
+    stored[i] = true;
     bind(constantIndex(0), combo);
-    vector::StoreOp::create(b, loc, result, memref, indices(op.getOut(), 0));
+    vector::StoreOp::create(b, loc, loop.getResult(i), memref,
+                            indices(op.getOut(), 0));
   }
   ivs.resize(base);
   lanes = {};

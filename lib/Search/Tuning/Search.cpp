@@ -533,6 +533,7 @@ public:
   /// (the reduction), R above K indexing the output's rows. Null if none.
   struct Product {
     ComputeOp op;
+    /// Null for a product of one vector of columns (findNarrowProduct).
     ScopeOp rows, reduction, columns;
   };
   std::optional<Product> findProduct(ArrayRef<std::string> skip) {
@@ -541,8 +542,13 @@ public:
       if (found || op.getReduction() == Reduction::none)
         return;
       auto vector = dyn_cast<ScopeOp>(op->getParentOp());
-      if (!vector || vector.getMapping() != Mapping::vector)
+      if (!vector || vector.getMapping() != Mapping::vector || !isProduct(op))
         return;
+      if (std::optional<Product> narrow = findNarrowProduct(op)) {
+        if (!llvm::is_contained(skip, scopeLocation(op, 0)))
+          found = narrow;
+        return;
+      }
       auto columns = dyn_cast<ScopeOp>(vector->getParentOp());
       auto reduction =
           columns ? dyn_cast<ScopeOp>(columns->getParentOp()) : ScopeOp();
@@ -598,7 +604,8 @@ public:
           continue;
       }
       // columns -> (columns / cols) x cols, the outer part above k.
-      if (p->columns.getSize() % cols == 0 && p->columns.getSize() > cols &&
+      if (p->columns && p->columns.getSize() % cols == 0 &&
+          p->columns.getSize() > cols &&
           succeeded(env.step("tile_scope@" + scopeLocation(p->op, k + 1) +
                                  ":" + std::to_string(cols),
                              reason))) {
@@ -612,9 +619,10 @@ public:
       if (!q)
         continue;
       // Whatever sits between k and the lanes is unrolled.
-      if (succeeded(env.step("unroll@" + scopeLocation(
-                                 q->op, q->columns.getDepth()),
-                             reason)))
+      if (q->columns && succeeded(env.step(
+                            "unroll@" + scopeLocation(
+                                            q->op, q->columns.getDepth()),
+                            reason)))
         ++steps;
       // Rows in tiles, the tile brought below k. The rows are a scope
       // above k that indexes the output but not its contiguous dimension,
@@ -639,7 +647,7 @@ public:
       for (Attribute input : q->op.getInputs())
         if (auto access = dyn_cast<AccessAttr>(input)) {
           SmallVector<LinearForm> in(access.getLinearForms());
-          if (in.back().coeff(q->columns.getDepth()) != 0)
+          if (in.back().coeff(q->op->getParentOfType<ScopeOp>().getDepth()))
             loaded.push_back(in);
         }
       ScopeOp rows;
@@ -666,7 +674,7 @@ public:
            s != q->reduction.getOperation(); s = s->getParentOp())
         vectors *= cast<ScopeOp>(s).getSize();
       int64_t rowsPerTile = 0;
-      for (int64_t r : {6, 4, 3, 2})
+      for (int64_t r : {8, 6, 4, 3, 2})
         if (!rowsPerTile && int64_t(rows.getSize()) % r == 0 && int64_t(rows.getSize()) > r &&
             r * vectors <= 24)
           rowsPerTile = r;
@@ -709,6 +717,7 @@ public:
         continue;
       }
       steps += env.getMoves().size() - before;
+      unrollWindow(id);
       packPanel(id);
     }
   }
@@ -817,6 +826,37 @@ public:
     }
     steps += env.getMoves().size() - before;
   }
+  /// Unrolls the short reduction scopes right above a register tile (a
+  /// convolution's 3 x 3 window), so that the tile stays in registers
+  /// through the next longer one (the input channels) rather than being
+  /// loaded and stored for every window row. At most 4 iterations each and
+  /// 256 unrolled instances in all.
+  void unrollWindow(StringRef id) {
+    std::string reason;
+    while (steps < kMaxSteps) {
+      std::optional<Product> q = findProductAt(id);
+      if (!q)
+        return;
+      int64_t instances = 1;
+      for (Operation *s = q->op->getParentOp()->getParentOp();
+           s != q->reduction; s = s->getParentOp())
+        instances *= cast<ScopeOp>(s).getSize();
+      ScopeOp k = q->reduction;
+      auto above = dyn_cast_or_null<ScopeOp>(k->getParentOp());
+      bool reduces = llvm::none_of(
+          q->op.getOut().getLinearForms(),
+          [&](const LinearForm &f) { return f.coeff(k.getDepth()) != 0; });
+      if (!reduces || !above || k.getSize() > 4 ||
+          instances * k.getSize() > 256 ||
+          above.getMapping() != Mapping::seq ||
+          !llvm::hasSingleElement(above.getBodyBlock()) ||
+          failed(env.step("unroll@" + scopeLocation(q->op, k.getDepth()),
+                          reason)))
+        return;
+      ++steps;
+    }
+  }
+
   /// Splits the scope of depth `d` around the reduction whose depth-0
   /// location is `id` so that the child holding it is alone: after that
   /// child's subtree, then before it. False if a split is refused (the
@@ -855,10 +895,29 @@ public:
     });
     return result;
   }
+  /// A product of one vector of columns: its vector scope directly under
+  /// k (a sequential scope its output does not use), the output contiguous
+  /// in the lanes (a convolution's 4 leftover columns). No columns scope.
+  std::optional<Product> findNarrowProduct(ComputeOp op) {
+    auto vector = dyn_cast<ScopeOp>(op->getParentOp());
+    auto k = vector ? dyn_cast<ScopeOp>(vector->getParentOp()) : ScopeOp();
+    if (!k || k.getMapping() != Mapping::seq)
+      return std::nullopt;
+    SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+    if (llvm::any_of(forms, [&](const LinearForm &f) {
+          return f.coeff(k.getDepth()) != 0;
+        }) ||
+        forms.back().coeff(vector.getDepth()) != 1)
+      return std::nullopt;
+    return Product{op, dyn_cast<ScopeOp>(k->getParentOp()), k, ScopeOp()};
+  }
+
   std::optional<Product> findProductAt(StringRef id) {
     std::optional<ComputeOp> op = findProductOp(id);
     if (!op)
       return std::nullopt;
+    if (std::optional<Product> narrow = findNarrowProduct(*op))
+      return narrow;
     auto vector = dyn_cast<ScopeOp>((*op)->getParentOp());
     auto columns = vector ? dyn_cast<ScopeOp>(vector->getParentOp())
                           : ScopeOp();
