@@ -574,12 +574,13 @@ public:
   /// tiles of `cols` vectors and the rows into tiles of R rows, both
   /// brought below k and unrolled, so that the lowering keeps an R x `cols`
   /// tile of vectors in registers through the k loop, each loaded B vector
-  /// serving R rows. R is the largest of 6, 4, 3, 2 that divides the rows:
-  /// up to 24 accumulators, with the `cols` B vectors and a broadcast
-  /// within the 32 vector registers of AVX-512, and at least 8 independent
-  /// fused multiply-adds per k step to cover their latency (4 cycles, 2
-  /// per cycle). Then packPanel. Steps that are refused are skipped; a
-  /// product is visited once.
+  /// serving R rows. R is the largest of 8, 6, 4, 3, 2 that divides the
+  /// rows and keeps R x the vectors per row within 24 accumulators: with
+  /// the B vectors and a broadcast within the 32 vector registers of
+  /// AVX-512, and, where the rows allow, at least 8 independent fused
+  /// multiply-adds per k step to cover their latency (4 cycles, 2 per
+  /// cycle). Then unrollWindow and packPanel. Steps that are refused are
+  /// skipped; a product is visited once.
   void registerBlock() {
     const int64_t cols = 4;
     SmallVector<std::string> done;
