@@ -488,6 +488,41 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
   return success();
 }
 
+/// Every instance of the unrolled scopes `unrolls`, in their order: one
+/// iteration number per scope.
+static SmallVector<SmallVector<int64_t>>
+unrolledInstances(ArrayRef<ScopeOp> unrolls) {
+  SmallVector<SmallVector<int64_t>> instances;
+  SmallVector<int64_t> counter(unrolls.size(), 0);
+  int64_t count = 1;
+  for (ScopeOp s : unrolls)
+    count *= ScopeOp(s).getSize();
+  for (int64_t i = 0; i < count; ++i) {
+    instances.push_back(counter);
+    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
+      if (++counter[u] < int64_t(ScopeOp(unrolls[u]).getSize()))
+        break;
+      counter[u] = 0;
+    }
+  }
+  return instances;
+}
+
+/// The offset per dimension that the unrolled scopes' `instance` adds to
+/// an access with `forms`.
+static SmallVector<int64_t> instanceOffset(ArrayRef<LinearForm> forms,
+                                           ArrayRef<ScopeOp> unrolls,
+                                           ArrayRef<int64_t> instance) {
+  SmallVector<int64_t> offset;
+  for (const LinearForm &form : forms) {
+    int64_t o = 0;
+    for (auto [u, s] : llvm::enumerate(unrolls))
+      o += form.coeff(ScopeOp(s).getDepth()) * instance[u];
+    offset.push_back(o);
+  }
+  return offset;
+}
+
 ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
                                           SmallVectorImpl<ScopeOp> &unrolls) {
   Operation *child = &scope.getBodyBlock().front();
@@ -533,22 +568,8 @@ ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
   // different by a constant, by at least the width in the last one. At
   // most 24 distinct vectors.
   SmallVector<SmallVector<int64_t>> offsets;
-  SmallVector<int64_t> counter(unrolls.size(), 0);
-  for (int64_t i = 0; i < instances; ++i) {
-    SmallVector<int64_t> offset;
-    for (const LinearForm &form : forms) {
-      int64_t o = 0;
-      for (auto [u, s] : llvm::enumerate(unrolls))
-        o += form.coeff(s.getDepth()) * counter[u];
-      offset.push_back(o);
-    }
-    offsets.push_back(offset);
-    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
-      if (++counter[u] < int64_t(unrolls[u].getSize()))
-        break;
-      counter[u] = 0;
-    }
-  }
+  for (ArrayRef<int64_t> instance : unrolledInstances(unrolls))
+    offsets.push_back(instanceOffset(forms, unrolls, instance));
   llvm::sort(offsets);
   offsets.erase(llvm::unique(offsets), offsets.end());
   if (offsets.size() > kMaxTileVectors)
@@ -574,21 +595,7 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   auto vecType = VectorType::get({int64_t(vec.getSize())}, type);
   Value memref = memrefs.lookup(op.getOut().getArray().getValue());
   // Every instance of the unrolled scopes, as constants per depth.
-  SmallVector<SmallVector<int64_t>> combos;
-  SmallVector<int64_t> counter(unrolls.size(), 0), sizes;
-  int64_t instances = 1;
-  for (ScopeOp s : unrolls) {
-    sizes.push_back(s.getSize());
-    instances *= s.getSize();
-  }
-  for (int64_t i = 0; i < instances; ++i) {
-    combos.push_back(counter);
-    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
-      if (++counter[u] < sizes[u])
-        break;
-      counter[u] = 0;
-    }
-  }
+  SmallVector<SmallVector<int64_t>> combos = unrolledInstances(unrolls);
   // The scope S itself and the unrolled scopes occupy the depths from
   // S's on; the lane depth follows them.
   unsigned base = ivs.size();
@@ -607,14 +614,8 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   SmallVector<unsigned> slot;
   SmallVector<Value> inits;
   for (ArrayRef<int64_t> combo : combos) {
-    SmallVector<int64_t> offset;
-    for (const LinearForm &form : forms) {
-      int64_t o = 0;
-      for (size_t u = 0; u < unrolls.size(); ++u)
-        o += form.coeff(ScopeOp(unrolls[u]).getDepth()) * combo[u];
-      offset.push_back(o);
-    }
-    auto [it, added] = slots.try_emplace(offset, inits.size());
+    auto [it, added] = slots.try_emplace(
+        instanceOffset(forms, unrolls, combo), inits.size());
     slot.push_back(it->second);
     if (!added)
       continue;

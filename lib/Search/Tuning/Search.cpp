@@ -66,7 +66,11 @@ public:
     return succeeded(loc) ? loc->scope : ScopeOp();
   }
 
-  bool apply(const MoveInstance &move) {
+  /// Applies a move if it is legal and the bound on steps allows; every
+  /// move applied counts towards the bound, also those rolled back later.
+  bool apply(const MoveInstance &move) { return applyMove(move); }
+  bool apply(const std::string &move) { return applyMove(move); }
+  template <typename M> bool applyMove(const M &move) {
     if (steps >= kMaxSteps)
       return false;
     std::string reason;
@@ -74,6 +78,18 @@ public:
       return false;
     ++steps;
     return true;
+  }
+
+  /// Takes back every move after the first `size`.
+  void rollBackTo(size_t size) {
+    while (env.getMoves().size() > size)
+      (void)env.undo();
+  }
+
+  /// Whether any of `forms` uses the variable of depth `depth`.
+  static bool usesVariable(ArrayRef<LinearForm> forms, unsigned depth) {
+    return llvm::any_of(
+        forms, [&](const LinearForm &f) { return f.coeff(depth) != 0; });
   }
 
   /// Applies the first legal instance of `name` accepted by `accept` until
@@ -121,10 +137,7 @@ public:
     bool found = false;
     scope.walk([&](ComputeOp op) {
       found |= isProduct(op) &&
-               llvm::none_of(op.getOut().getLinearForms(),
-                             [&](const LinearForm &f) {
-                               return f.coeff(scope.getDepth()) != 0;
-                             });
+               !usesVariable(op.getOut().getLinearForms(), scope.getDepth());
     });
     return found;
   }
@@ -161,34 +174,27 @@ public:
         for (auto s = op->getParentOfType<ScopeOp>(); s;
              s = s->getParentOfType<ScopeOp>())
           lastReduces |= in.back().coeff(s.getDepth()) != 0 &&
-                         llvm::none_of(out, [&](const LinearForm &f) {
-                           return f.coeff(s.getDepth()) != 0;
-                         });
+                         !usesVariable(out, s.getDepth());
         for (unsigned d = 0; d + 1 < in.size(); ++d)
           if (lastReduces && in[d].coeff(*columns) != 0)
             todo.push_back({scopeLocation(op, 0),
                             {access.getArray().getValue().str(), d}});
       }
     });
-    std::string reason;
     for (auto &[location, what] : todo) {
       auto &[array, dim] = what;
       size_t before = env.getMoves().size();
       std::string name = array + "_t";
-      bool ok = succeeded(
-          env.step("add_copy@" + location + ":" + array + ":" + name, reason));
+      bool ok = apply("add_copy@" + location + ":" + array + ":" + name);
       unsigned rank = 0;
       if (ok)
         for (BufferOp buffer : env.getKernel().getBuffers())
           if (buffer.getSymName() == name)
             rank = buffer.getShape().size();
       for (unsigned d = dim; ok && d + 1 < rank; ++d)
-        ok = succeeded(env.step(
-            "permute_dims@" + name + ":" + std::to_string(d), reason));
+        ok = apply("permute_dims@" + name + ":" + std::to_string(d));
       if (!ok)
-        while (env.getMoves().size() > before)
-          (void)env.undo();
-      steps += env.getMoves().size() - before;
+        rollBackTo(before);
     }
   }
 
@@ -202,43 +208,29 @@ public:
   void vectorize() {
     int64_t width = target.vectorWidth;
     // An innermost scope of more than the width, not a multiple of it,
-    // first peels its largest multiple of the width (54 -> 48 + 6).
-    std::string reason;
-    for (bool progress = true; progress && steps < kMaxSteps;) {
-      progress = false;
+    // first peels its largest multiple of the width (54 -> 48 + 6); what
+    // remains narrower than the width (a convolution's 6 leftover columns)
+    // peels into powers of two (4 + 2), each a narrower vector, when an
+    // access runs along it.
+    auto peel = [&](ScopeOp scope) -> int64_t {
+      int64_t size = scope.getSize();
+      if (scope.getMapping() == Mapping::seq && size > width &&
+          size % width && onlyOperations(scope))
+        return size - size % width;
+      if (isRemainder(scope) && !llvm::isPowerOf2_64(size))
+        return llvm::bit_floor(uint64_t(size));
+      return 0;
+    };
+    for (bool progress = true; progress;) {
       std::string move;
       env.getKernel().walk([&](ScopeOp scope) {
-        int64_t size = scope.getSize();
-        if (!move.empty() || scope.getMapping() != Mapping::seq ||
-            size <= width || size % width == 0 || !onlyOperations(scope))
-          return;
-        auto first = cast<ComputeOp>(scope.getBodyBlock().front());
-        move = "peel_scope@" + scopeLocation(first, scope.getDepth()) + ":" +
-               std::to_string(size - size % width);
+        if (int64_t count = move.empty() ? peel(scope) : 0) {
+          auto first = cast<ComputeOp>(scope.getBodyBlock().front());
+          move = "peel_scope@" + scopeLocation(first, scope.getDepth()) +
+                 ":" + std::to_string(count);
+        }
       });
-      if (!move.empty() && succeeded(env.step(move, reason))) {
-        ++steps;
-        progress = true;
-      }
-    }
-    // What remains narrower than the width (54 - 48 = 6 columns of a
-    // convolution's output) peels into powers of two (4 + 2), each a
-    // narrower vector, when an access runs along it.
-    for (bool progress = true; progress && steps < kMaxSteps;) {
-      progress = false;
-      std::string move;
-      env.getKernel().walk([&](ScopeOp scope) {
-        int64_t size = scope.getSize();
-        if (!move.empty() || !isRemainder(scope) || llvm::isPowerOf2_64(size))
-          return;
-        auto first = cast<ComputeOp>(scope.getBodyBlock().front());
-        move = "peel_scope@" + scopeLocation(first, scope.getDepth()) + ":" +
-               std::to_string(llvm::bit_floor(uint64_t(size)));
-      });
-      if (!move.empty() && succeeded(env.step(move, reason))) {
-        ++steps;
-        progress = true;
-      }
+      progress = !move.empty() && apply(move);
     }
     // Tile each innermost sequential scope larger than the width.
     exhaust("tile_scope", [&](const MoveInstance &move) {
@@ -294,7 +286,6 @@ public:
     parallelize();
     if (target.threads < 2)
       return;
-    std::string reason;
     for (unsigned index = 0; steps < kMaxSteps; ++index) {
       // The index-th top-level scope, if sequential with nothing parallel
       // inside and divisible among the threads.
@@ -305,16 +296,12 @@ public:
           scope = s;
       if (!scope)
         return;
-      bool inner = false;
-      scope.walk([&](ScopeOp s) {
-        inner |= s != scope && s.getMapping() == Mapping::parallel;
-      });
       ComputeOp first;
       scope.walk([&](ComputeOp c) {
         if (!first)
           first = c;
       });
-      if (inner || !first || scope.getMapping() != Mapping::seq ||
+      if (hasParallel(scope) || !first || scope.getMapping() != Mapping::seq ||
           scope.getSize() % target.threads || scope.getSize() < target.threads)
         continue;
       llvm::StringSet<> touched;
@@ -323,25 +310,29 @@ public:
       });
       std::string block = scopeLocation(first, 0);
       size_t before = env.getMoves().size();
-      if (failed(env.step("tile_scope@" + block + ":" +
-                              std::to_string(scope.getSize() / target.threads),
-                          reason)))
+      if (!apply("tile_scope@" + block + ":" +
+                 std::to_string(scope.getSize() / target.threads)))
         continue;
       SmallVector<std::string> temporaries;
       for (BufferOp buffer : env.getKernel().getBuffers())
         if (buffer.isTemporary() && touched.contains(buffer.getSymName()))
           temporaries.push_back(buffer.getSymName().str());
       for (const std::string &name : temporaries) {
-        if (failed(env.step("add_dim@" + name + ":0:0", reason)))
+        if (!apply("add_dim@" + name + ":0:0"))
           continue;
-        if (failed(env.step("materialize_dims@" + name + ":0", reason)))
+        if (!apply("materialize_dims@" + name + ":0"))
           (void)env.undo();
       }
-      if (failed(env.step("parallelize@" + block, reason)))
-        while (env.getMoves().size() > before)
-          (void)env.undo();
-      steps += env.getMoves().size() - before;
+      if (!apply("parallelize@" + block))
+        rollBackTo(before);
     }
+  }
+
+  /// Whether `scope` or a scope inside it is mapped parallel.
+  static bool hasParallel(ScopeOp scope) {
+    bool found = false;
+    scope.walk([&](ScopeOp s) { found |= s.getMapping() == Mapping::parallel; });
+    return found;
   }
 
   /// Inside top-level scopes that stay sequential (a batch norm's 3
@@ -352,13 +343,6 @@ public:
   void parallelizeInner() {
     if (target.threads < 2)
       return;
-    auto hasParallel = [](ScopeOp scope) {
-      bool found = false;
-      scope.walk([&](ScopeOp s) {
-        found |= s.getMapping() == Mapping::parallel;
-      });
-      return found;
-    };
     while (steps < kMaxSteps) {
       std::optional<MoveInstance> best;
       unsigned bestDepth = ~0u;
@@ -453,10 +437,7 @@ public:
     scope.walk([&](ComputeOp op) {
       if (reductionsOnly && op.getReduction() == Reduction::none)
         return;
-      bool used = false;
-      for (const LinearForm &form : op.getOut().getLinearForms())
-        used |= form.coeff(depth) != 0;
-      all &= used;
+      all &= usesVariable(op.getOut().getLinearForms(), depth);
     });
     return all;
   }
@@ -556,10 +537,8 @@ public:
           reduction.getMapping() != Mapping::seq)
         return;
       SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-      bool usesReduction = false;
-      for (const LinearForm &f : forms)
-        usesReduction |= f.coeff(reduction.getDepth()) != 0;
-      if (usesReduction || forms.back().coeff(columns.getDepth()) == 0)
+      if (usesVariable(forms, reduction.getDepth()) ||
+          forms.back().coeff(columns.getDepth()) == 0)
         return;
       auto rows = dyn_cast<ScopeOp>(reduction->getParentOp());
       if (llvm::is_contained(skip, scopeLocation(op, 0)))
@@ -584,7 +563,6 @@ public:
   void registerBlock() {
     const int64_t cols = 4;
     SmallVector<std::string> done;
-    std::string reason;
     while (steps < kMaxSteps) {
       std::optional<Product> p = findProduct(done);
       if (!p)
@@ -596,8 +574,7 @@ public:
       if (!llvm::hasSingleElement(p->reduction.getBodyBlock())) {
         size_t before = env.getMoves().size();
         if (!isolate(id, k)) {
-          while (env.getMoves().size() > before)
-            (void)env.undo();
+          rollBackTo(before);
           continue;
         }
         p = findProductAt(id);
@@ -607,24 +584,16 @@ public:
       // columns -> (columns / cols) x cols, the outer part above k.
       if (p->columns && p->columns.getSize() % cols == 0 &&
           p->columns.getSize() > cols &&
-          succeeded(env.step("tile_scope@" + scopeLocation(p->op, k + 1) +
-                                 ":" + std::to_string(cols),
-                             reason))) {
-        ++steps;
-        if (succeeded(
-                env.step("swap_nested_scopes@" + scopeLocation(
-                             *findProductOp(id), k), reason)))
-          ++steps;
-      }
+          apply("tile_scope@" + scopeLocation(p->op, k + 1) + ":" +
+                std::to_string(cols)))
+        (void)apply("swap_nested_scopes@" +
+                    scopeLocation(*findProductOp(id), k));
       std::optional<Product> q = findProductAt(id);
       if (!q)
         continue;
       // Whatever sits between k and the lanes is unrolled.
-      if (q->columns && succeeded(env.step(
-                            "unroll@" + scopeLocation(
-                                            q->op, q->columns.getDepth()),
-                            reason)))
-        ++steps;
+      if (q->columns)
+        (void)apply("unroll@" + scopeLocation(q->op, q->columns.getDepth()));
       // Rows in tiles, the tile brought below k. The rows are a scope
       // above k that indexes the output but not its contiguous dimension,
       // preferably one that the vector-loaded operand (read along the
@@ -636,13 +605,9 @@ public:
       if (!q)
         continue;
       SmallVector<LinearForm> forms(q->op.getOut().getLinearForms());
-      auto usesVar = [](ArrayRef<LinearForm> fs, unsigned d) {
-        return llvm::any_of(
-            fs, [&](const LinearForm &f) { return f.coeff(d) != 0; });
-      };
       auto isRows = [&](ScopeOp s) {
         unsigned d = s.getDepth();
-        return usesVar(forms, d) && !forms.back().coeff(d);
+        return usesVariable(forms, d) && !forms.back().coeff(d);
       };
       SmallVector<SmallVector<LinearForm>> loaded;
       for (Attribute input : q->op.getInputs())
@@ -657,7 +622,7 @@ public:
         if (!isRows(s) || s.getMapping() != Mapping::seq)
           continue;
         bool shared = llvm::none_of(loaded, [&](ArrayRef<LinearForm> in) {
-          return usesVar(in, s.getDepth());
+          return usesVariable(in, s.getDepth());
         });
         if (!rows || shared) {
           rows = s;
@@ -683,10 +648,6 @@ public:
         continue;
       unsigned r = rows.getDepth();
       size_t before = env.getMoves().size();
-      auto rollBack = [&] {
-        while (env.getMoves().size() > before)
-          (void)env.undo();
-      };
       // Whatever shares a scope between the rows and k with the product
       // (its zeroing before it, the element-wise tail of swiglu after it,
       // a convolution's peeled columns) is split off first, the deepest
@@ -695,29 +656,24 @@ public:
       for (unsigned d = q->reduction.getDepth(); split && d-- > r;)
         split = isolate(id, d);
       if (!split) {
-        rollBack();
+        rollBackTo(before);
         continue;
       }
       // After the tile, the pair is at depth r + 1 and k one deeper than
       // now; each interchange sinks the pair by one, until it sits right
       // below k, where it is unrolled.
       unsigned kd = findProductAt(id)->reduction.getDepth() + 1;
-      bool ok = succeeded(env.step("tile_scope@" +
-                                       scopeLocation(*findProductOp(id), r) +
-                                       ":" + std::to_string(rowsPerTile),
-                                   reason));
+      bool ok = apply("tile_scope@" + scopeLocation(*findProductOp(id), r) +
+                      ":" + std::to_string(rowsPerTile));
       for (unsigned d = r + 1; ok && d < kd; ++d)
-        ok = succeeded(env.step("swap_nested_scopes@" +
-                                    scopeLocation(*findProductOp(id), d),
-                                reason));
+        ok = apply("swap_nested_scopes@" +
+                   scopeLocation(*findProductOp(id), d));
       if (ok)
-        ok = succeeded(env.step(
-            "unroll@" + scopeLocation(*findProductOp(id), kd), reason));
+        ok = apply("unroll@" + scopeLocation(*findProductOp(id), kd));
       if (!ok) {
-        rollBack();
+        rollBackTo(before);
         continue;
       }
-      steps += env.getMoves().size() - before;
       unrollWindow(id);
       packPanel(id);
     }
@@ -739,17 +695,14 @@ public:
     if (!q || steps >= kMaxSteps)
       return;
     SmallVector<LinearForm> forms(q->op.getOut().getLinearForms());
-    auto uses = [](ArrayRef<LinearForm> fs, unsigned d) {
-      return llvm::any_of(fs,
-                          [&](const LinearForm &f) { return f.coeff(d) != 0; });
-    };
     auto tiles = dyn_cast<ScopeOp>(q->reduction->getParentOp());
     auto rows = tiles ? dyn_cast<ScopeOp>(tiles->getParentOp()) : ScopeOp();
     if (!rows || tiles.getMapping() != Mapping::seq ||
         rows.getMapping() != Mapping::seq ||
         !llvm::hasSingleElement(rows.getBodyBlock()) ||
         !forms.back().coeff(tiles.getDepth()) ||
-        forms.back().coeff(rows.getDepth()) || !uses(forms, rows.getDepth()))
+        forms.back().coeff(rows.getDepth()) ||
+        !usesVariable(forms, rows.getDepth()))
       return;
     // The operand: read with k, without the rows.
     std::string array;
@@ -758,26 +711,23 @@ public:
       if (!access)
         continue;
       SmallVector<LinearForm> in(access.getLinearForms());
-      if (uses(in, q->reduction.getDepth()) && !uses(in, rows.getDepth()) &&
-          uses(in, tiles.getDepth()))
+      if (usesVariable(in, q->reduction.getDepth()) &&
+          !usesVariable(in, rows.getDepth()) &&
+          usesVariable(in, tiles.getDepth()))
         array = access.getArray().getValue().str();
     }
     if (array.empty())
       return;
     unsigned r = rows.getDepth();
     size_t before = env.getMoves().size();
-    std::string reason;
-    auto step = [&](const std::string &move) {
-      return succeeded(env.step(move, reason));
-    };
     // The copy is named after the operand: B_panel, else B_panel1, ...
     std::string name;
-    bool ok = step("swap_nested_scopes@" +
+    bool ok = apply("swap_nested_scopes@" +
                    scopeLocation(*findProductOp(id), r));
     for (unsigned n = 0; ok && name.empty() && n < 8; ++n) {
       std::string candidate =
           array + "_panel" + (n ? std::to_string(n) : std::string());
-      if (step("add_copy@" + scopeLocation(*findProductOp(id), r + 1) + ":" +
+      if (apply("add_copy@" + scopeLocation(*findProductOp(id), r + 1) + ":" +
                array + ":" + candidate))
         name = candidate;
     }
@@ -797,11 +747,11 @@ public:
       int64_t width = target.vectorWidth, size = inner.getSize();
       unsigned d = inner.getDepth();
       if (size % width == 0 && size > width &&
-          step("tile_scope@" + scopeLocation(findCopy(), d) + ":" +
+          apply("tile_scope@" + scopeLocation(findCopy(), d) + ":" +
                std::to_string(width)))
         ++d;
       if (size % width == 0)
-        (void)step("vectorize@" + scopeLocation(findCopy(), d));
+        (void)apply("vectorize@" + scopeLocation(findCopy(), d));
     }
     // T's tiles not shared out evenly, or too few: parallel inside T.
     std::optional<ComputeOp> op = findProductOp(id);
@@ -815,26 +765,22 @@ public:
       if (outer && !anyParallel &&
           (outer.getSize() % target.threads ||
            outer.getSize() < 2 * target.threads)) {
-        ok = step("parallelize@" + scopeLocation(*op, r + 1));
+        ok = apply("parallelize@" + scopeLocation(*op, r + 1));
         if (ok)
-          (void)step("parallelize@" + scopeLocation(findCopy(), r + 1));
+          (void)apply("parallelize@" + scopeLocation(findCopy(), r + 1));
       }
     }
-    if (!ok) {
-      while (env.getMoves().size() > before)
-        (void)env.undo();
-      return;
-    }
-    steps += env.getMoves().size() - before;
+    if (!ok)
+      rollBackTo(before);
   }
+
   /// Unrolls the short reduction scopes right above a register tile (a
   /// convolution's 3 x 3 window), so that the tile stays in registers
   /// through the next longer one (the input channels) rather than being
   /// loaded and stored for every window row. At most 4 iterations each and
   /// 256 unrolled instances in all.
   void unrollWindow(StringRef id) {
-    std::string reason;
-    while (steps < kMaxSteps) {
+    while (true) {
       std::optional<Product> q = findProductAt(id);
       if (!q)
         return;
@@ -844,17 +790,13 @@ public:
         instances *= cast<ScopeOp>(s).getSize();
       ScopeOp k = q->reduction;
       auto above = dyn_cast_or_null<ScopeOp>(k->getParentOp());
-      bool reduces = llvm::none_of(
-          q->op.getOut().getLinearForms(),
-          [&](const LinearForm &f) { return f.coeff(k.getDepth()) != 0; });
-      if (!reduces || !above || k.getSize() > 4 ||
+      if (usesVariable(q->op.getOut().getLinearForms(), k.getDepth()) ||
+          !above || k.getSize() > 4 ||
           instances * k.getSize() > 256 ||
           above.getMapping() != Mapping::seq ||
           !llvm::hasSingleElement(above.getBodyBlock()) ||
-          failed(env.step("unroll@" + scopeLocation(q->op, k.getDepth()),
-                          reason)))
+          !apply("unroll@" + scopeLocation(q->op, k.getDepth())))
         return;
-      ++steps;
     }
   }
 
@@ -876,14 +818,9 @@ public:
     if (Operation *node = child->getPrevNode())
       node->walk(
           [&](ComputeOp c) { beforeIt = "split_scope@" + scopeLocation(c, d); });
-    std::string reason;
-    for (const std::string &move : {after, beforeIt}) {
-      if (move.empty())
-        continue;
-      if (failed(env.step(move, reason)))
+    for (const std::string &move : {after, beforeIt})
+      if (!move.empty() && !apply(move))
         return false;
-      ++steps;
-    }
     return true;
   }
 
@@ -905,9 +842,7 @@ public:
     if (!k || k.getMapping() != Mapping::seq)
       return std::nullopt;
     SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-    if (llvm::any_of(forms, [&](const LinearForm &f) {
-          return f.coeff(k.getDepth()) != 0;
-        }) ||
+    if (usesVariable(forms, k.getDepth()) ||
         forms.back().coeff(vector.getDepth()) != 1)
       return std::nullopt;
     return Product{op, dyn_cast<ScopeOp>(k->getParentOp()), k, ScopeOp()};
@@ -948,9 +883,7 @@ public:
     bool reduced = false;
     for (auto s = op->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>()) {
-      bool used = llvm::any_of(forms, [&](const LinearForm &f) {
-        return f.coeff(s.getDepth()) != 0;
-      });
+      bool used = usesVariable(forms, s.getDepth());
       indexed += used;
       reduced |= !used;
     }
