@@ -16,6 +16,7 @@
 #define PERFDOJO_SEARCH_INTERPRETER_H
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/Support/InputGenerator.h"
 #include <cmath>
 #include <memory>
 #include <string>
@@ -23,26 +24,6 @@
 
 namespace mlir {
 namespace perfdojo {
-
-/// The seeded input values every evaluator uses (splitmix64: tiny, fully
-/// specified, identical on every platform): floats uniform in [-1, 1),
-/// integers uniform in [-8, 8]. Inputs are drawn buffer by buffer in
-/// declaration order, elements in row-major order.
-class InputGenerator {
-public:
-  explicit InputGenerator(uint64_t seed) : state(seed) {}
-  double nextFloat() { return std::ldexp(double(next() >> 11), -52) - 1.0; }
-  int64_t nextInt() { return int64_t(next() % 17) - 8; }
-
-private:
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t state;
-};
 
 /// The contents of one buffer during and after interpretation.
 struct BufferData {

@@ -1,0 +1,163 @@
+//===- KernelEmitter.h - What every lowering of a kernel shares -*- C++ -*-===//
+//
+// The CPU lowering (`convert-perfdojo-to-standard`) and the GPU lowering
+// (`convert-perfdojo-to-gpu`) walk the same tree and emit the same loads,
+// stores and scalar primitives; they differ in where buffers live and in
+// what a mapped scope becomes. KernelEmitter holds the shared part:
+//
+//   - the tree walk (lowerBlock, sequential and unrolled scopes as
+//     `scf.for`, vector scopes as lanes, compute operations);
+//   - access classification in the lanes (invariant, contiguous,
+//     scattered) and the stored indices of an access (reuse as `mod`);
+//   - loads, stores and reductions into elements, scalar or vector;
+//   - the scalar primitives in `arith`/`math`, conversions, constants and
+//     horizontal reductions of lanes.
+//
+// A lowering derives from it, binds every array to a memref, and overrides
+// lowerScope for the mappings it gives a meaning to, and the vector load
+// and store hooks where it knows more about alignment or streaming.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_CONVERSION_LOWERING_KERNELEMITTER_H
+#define PERFDOJO_CONVERSION_LOWERING_KERNELEMITTER_H
+
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir {
+namespace perfdojo {
+
+/// The primitive a reduction combines with.
+OpKind getCombiner(Reduction reduction);
+
+class KernelEmitter {
+public:
+  KernelEmitter(KernelOp kernel, bool fpContract)
+      : kernel(kernel), b(kernel), loc(kernel.getLoc()),
+        fpContract(fpContract) {
+    for (BufferOp buffer : kernel.getBuffers())
+      for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+        buffers[array] = buffer;
+  }
+  virtual ~KernelEmitter() = default;
+
+  /// The most copies of compute operations that unrolling may emit. Each
+  /// unrolled scope copies its body (up to 64 times, the unroll move's
+  /// limit), so nested unrolled scopes multiply: three of 64 would emit
+  /// 262,144 copies, on which LLVM's optimizer runs for many minutes.
+  static constexpr int64_t kMaxUnrolledCopies = 4096;
+
+  /// The outermost unrolled scope under `root` at which the copies that
+  /// unrolling emits pass kMaxUnrolledCopies, or null if they do not.
+  static ScopeOp findExcessUnrolling(Operation *root);
+
+protected:
+  /// The lanes of the vector scope being lowered, if any.
+  struct Lanes {
+    unsigned depth = 0;
+    int64_t width = 1;
+    bool active = false;
+  };
+
+  //===--------------------------------------------------------------------===//
+  // The tree walk
+  //===--------------------------------------------------------------------===//
+
+  /// Lowers the scopes and operations of `block` in order.
+  LogicalResult lowerBlock(Block &block);
+  /// Lowers one child of a block (a scope or a compute operation).
+  LogicalResult lowerNode(Operation &op);
+  /// Lowers a scope by its mapping. The base handles sequential and
+  /// unrolled scopes (lowerLoop) and vector scopes (lowerVectorScope), and
+  /// refuses the others naming `targetName()`.
+  virtual LogicalResult lowerScope(ScopeOp scope);
+  /// A sequential or unrolled scope as an `scf.for` holding its body;
+  /// unrolled loops are expanded by unrollLoops().
+  LogicalResult lowerLoop(ScopeOp scope);
+  /// A vector scope: its one operation on `size` lanes.
+  LogicalResult lowerVectorScope(ScopeOp scope);
+  /// Loads the operands, computes and stores one operation.
+  virtual LogicalResult lowerCompute(ComputeOp op);
+  /// Fully unrolls the loops of unrolled scopes, innermost first.
+  LogicalResult unrollLoops();
+  /// The target's name in refusals ("CPU", "GPU").
+  virtual StringRef targetName() const = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Accesses
+  //===--------------------------------------------------------------------===//
+
+  Value constantIndex(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  /// The stored indices of `access`, with the lane variable (if any) at
+  /// `lane`.
+  SmallVector<Value> indices(AccessAttr access, int64_t lane);
+
+  /// Lane-invariant, contiguous, or neither, for `access` in the lanes.
+  enum class Pattern { Invariant, Contiguous, Scattered };
+  Pattern classify(AccessAttr access);
+  /// Whether the element offset of `access` (row-major in its buffer's
+  /// logical shape) is a multiple of `width` for every iteration of the
+  /// enclosing scopes (the lanes excepted).
+  bool isOffsetMultipleOf(AccessAttr access, int64_t width);
+
+  Value load(AccessAttr access);
+  /// Stores `value` (combined with the element for a reduction) into the
+  /// output of `op`.
+  void store(ComputeOp op, Value value);
+  /// The contiguous vector load and store of the lanes; a target may add
+  /// alignment or non-temporal hints.
+  virtual Value emitVectorLoad(VectorType type, Value memref,
+                               ValueRange at, AccessAttr access);
+  virtual void emitVectorStore(Value value, Value memref, ValueRange at,
+                               AccessAttr access, bool reduce);
+
+  //===--------------------------------------------------------------------===//
+  // Values
+  //===--------------------------------------------------------------------===//
+
+  Type vectorOf(Type scalar) {
+    return lanes.active ? VectorType::get({lanes.width}, scalar) : scalar;
+  }
+  Value operand(Attribute input, Type type);
+  Value constant(double value, Type type);
+  Value convert(Value value, Type from, Type to);
+  /// The value of `op` (before any reduction) in `outType`, or null with
+  /// `error` set when the target has no rule for its primitive.
+  Value compute(ComputeOp op, Type outType, std::string &error);
+  Value binary(OpKind kind, Value a, Value c, Type type);
+  /// Combines the lanes of `value` with `reduction` into one scalar.
+  Value reduceLanes(Value value, Reduction reduction, Type type);
+
+  BufferOp bufferOf(StringRef array) { return buffers.lookup(array); }
+  Type elementType(StringRef array) {
+    return bufferOf(array).getElementType();
+  }
+  /// Makes every array of `buffer` refer to `memref`.
+  void bindArrays(BufferOp buffer, Value memref) {
+    for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
+      memrefs[array] = memref;
+  }
+
+  KernelOp kernel;
+  OpBuilder b;
+  Location loc;
+  llvm::StringMap<BufferOp> buffers;
+  llvm::StringMap<Value> memrefs;
+  /// The iteration variable of each enclosing scope; null for the lanes.
+  SmallVector<Value> ivs;
+  Lanes lanes;
+  SmallVector<scf::ForOp> unrolled;
+  /// Whether a product may fuse with the sum that consumes it.
+  bool fpContract;
+};
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_CONVERSION_LOWERING_KERNELEMITTER_H

@@ -1,0 +1,278 @@
+//===- KernelEmitter.cpp - The tree walk and accesses of every lowering ---===//
+//
+// A scope becomes a loop (or, when vector-mapped, the lanes of the vector
+// operations it holds), a compute operation becomes loads, the primitive
+// (ScalarOps.cpp) and a store. Targets override what mapped scopes become.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+ScopeOp KernelEmitter::findExcessUnrolling(Operation *root) {
+  int64_t copies = 0;
+  ScopeOp excess;
+  root->walk([&](ComputeOp op) {
+    int64_t n = 1;
+    ScopeOp outermost;
+    for (Operation *p = op->getParentOp(); p && p != root;
+         p = p->getParentOp())
+      if (auto scope = dyn_cast<ScopeOp>(p);
+          scope && scope.getMapping() == Mapping::unroll) {
+        n = std::min<int64_t>(n * int64_t(scope.getSize()),
+                              kMaxUnrolledCopies + 1);
+        outermost = scope;
+      }
+    copies = std::min(copies + n, kMaxUnrolledCopies + 1);
+    if (copies > kMaxUnrolledCopies) {
+      excess = outermost;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return excess;
+}
+
+LogicalResult KernelEmitter::lowerBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(lowerNode(op)))
+      return failure();
+  return success();
+}
+
+LogicalResult KernelEmitter::lowerNode(Operation &op) {
+  if (isa<BufferOp>(op))
+    return success();
+  if (auto scope = dyn_cast<ScopeOp>(op))
+    return lowerScope(scope);
+  return lowerCompute(cast<ComputeOp>(op));
+}
+
+LogicalResult KernelEmitter::lowerScope(ScopeOp scope) {
+  switch (scope.getMapping()) {
+  case Mapping::seq:
+  case Mapping::unroll:
+    return lowerLoop(scope);
+  case Mapping::vector:
+    return lowerVectorScope(scope);
+  default:
+    return scope.emitError()
+           << "a scope mapped " << stringifyMapping(scope.getMapping())
+           << " has no meaning on the " << targetName() << "; the "
+           << targetName() << " lowering cannot run it";
+  }
+}
+
+LogicalResult KernelEmitter::lowerLoop(ScopeOp scope) {
+  loc = scope.getLoc();
+  OpBuilder::InsertionGuard guard(b);
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 constantIndex(scope.getSize()),
+                                 constantIndex(1));
+  if (scope.getMapping() == Mapping::unroll)
+    unrolled.push_back(loop);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  ivs.push_back(loop.getInductionVar());
+  LogicalResult result = lowerBlock(scope.getBodyBlock());
+  ivs.pop_back();
+  return result;
+}
+
+LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
+  loc = scope.getLoc();
+  if (lanes.active)
+    return scope.emitError("a vector scope inside a vector scope");
+  lanes = {scope.getDepth(), int64_t(scope.getSize()), true};
+  ivs.push_back(Value());
+  LogicalResult result = success();
+  for (Operation &op : scope.getBodyBlock()) {
+    auto compute = dyn_cast<ComputeOp>(op);
+    if (!compute) {
+      result = op.emitError("a vector scope may hold only operations");
+      break;
+    }
+    if (failed(lowerCompute(compute))) {
+      result = failure();
+      break;
+    }
+  }
+  ivs.pop_back();
+  lanes = {};
+  return result;
+}
+
+LogicalResult KernelEmitter::unrollLoops() {
+  // Innermost first, so that an unrolled outer scope copies unrolled bodies.
+  for (scf::ForOp loop : llvm::reverse(unrolled)) {
+    int64_t trips = *getConstantIntValue(loop.getUpperBound());
+    if (trips > 1 && failed(loopUnrollByFactor(loop, trips)))
+      return kernel.emitError("cannot unroll a scope of ") << trips;
+  }
+  unrolled.clear();
+  return success();
+}
+
+bool KernelEmitter::isOffsetMultipleOf(AccessAttr access, int64_t width) {
+  ArrayRef<int64_t> shape = bufferOf(access.getArray().getValue()).getShape();
+  SmallVector<LinearForm> forms(access.getLinearForms());
+  // The element offset, linearized: every scope variable other than the
+  // lanes must step by a multiple of the width, and the start must be one.
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int d = int(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  int64_t start = 0;
+  SmallVector<int64_t> steps(ivs.size(), 0);
+  for (auto [d, form] : llvm::enumerate(forms)) {
+    start += form.constant * strides[d];
+    for (unsigned v = 0; v < form.getNumDims() && v < ivs.size(); ++v)
+      steps[v] += form.coeffs[v] * strides[d];
+  }
+  if (start % width)
+    return false;
+  for (unsigned v = 0; v < ivs.size(); ++v)
+    if (ivs[v] && steps[v] % width)
+      return false;
+  return true;
+}
+
+SmallVector<Value> KernelEmitter::indices(AccessAttr access, int64_t lane) {
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  SmallVector<Value> result;
+  for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+    int64_t constant = form.constant;
+    Value sum;
+    for (unsigned v = 0; v < form.getNumDims(); ++v) {
+      int64_t c = form.coeffs[v];
+      if (!c)
+        continue;
+      if (!ivs[v]) { // the lane variable
+        constant += c * lane;
+        continue;
+      }
+      Value term = ivs[v];
+      if (c != 1)
+        term = arith::MulIOp::create(b, loc, term, constantIndex(c));
+      sum = sum ? arith::AddIOp::create(b, loc, sum, term).getResult() : term;
+    }
+    if (!sum)
+      sum = constantIndex(constant);
+    else if (constant)
+      sum = arith::AddIOp::create(b, loc, sum, constantIndex(constant));
+    if (int64_t reuse = buffer.getReuse()[d])
+      sum = arith::RemUIOp::create(b, loc, sum, constantIndex(reuse));
+    result.push_back(sum);
+  }
+  return result;
+}
+
+KernelEmitter::Pattern KernelEmitter::classify(AccessAttr access) {
+  SmallVector<LinearForm> forms(access.getLinearForms());
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  bool invariant = true, contiguous = true;
+  for (auto [d, form] : llvm::enumerate(forms)) {
+    int64_t c = form.coeff(lanes.depth);
+    invariant &= c == 0;
+    bool last = d + 1 == forms.size();
+    contiguous &= last ? c == 1 && buffer.getReuse()[d] == 0 : c == 0;
+  }
+  return invariant    ? Pattern::Invariant
+         : contiguous ? Pattern::Contiguous
+                      : Pattern::Scattered;
+}
+
+Value KernelEmitter::load(AccessAttr access) {
+  Value memref = memrefs.lookup(access.getArray().getValue());
+  Type scalar = elementType(access.getArray().getValue());
+  if (!lanes.active)
+    return memref::LoadOp::create(b, loc, memref, indices(access, 0));
+  switch (classify(access)) {
+  case Pattern::Invariant:
+    return vector::BroadcastOp::create(
+        b, loc, vectorOf(scalar),
+        memref::LoadOp::create(b, loc, memref, indices(access, 0)));
+  case Pattern::Contiguous:
+    return emitVectorLoad(cast<VectorType>(vectorOf(scalar)), memref,
+                          indices(access, 0), access);
+  case Pattern::Scattered: {
+    SmallVector<Value> elements;
+    for (int64_t lane = 0; lane < lanes.width; ++lane)
+      elements.push_back(
+          memref::LoadOp::create(b, loc, memref, indices(access, lane)));
+    return vector::FromElementsOp::create(
+        b, loc, cast<VectorType>(vectorOf(scalar)), elements);
+  }
+  }
+  llvm_unreachable("unknown pattern");
+}
+
+Value KernelEmitter::emitVectorLoad(VectorType type, Value memref,
+                                    ValueRange at, AccessAttr access) {
+  return vector::LoadOp::create(b, loc, type, memref, at);
+}
+
+void KernelEmitter::emitVectorStore(Value value, Value memref, ValueRange at,
+                                    AccessAttr access, bool reduce) {
+  vector::StoreOp::create(b, loc, value, memref, at);
+}
+
+void KernelEmitter::store(ComputeOp op, Value value) {
+  AccessAttr out = op.getOut();
+  Value memref = memrefs.lookup(out.getArray().getValue());
+  Type type = elementType(out.getArray().getValue());
+  Reduction reduction = op.getReduction();
+  bool reduce = reduction != Reduction::none;
+  auto storeScalar = [&](Value v, int64_t lane) {
+    SmallVector<Value> at = indices(out, lane);
+    if (reduce)
+      v = binary(getCombiner(reduction), memref::LoadOp::create(b, loc, memref, at),
+                 v, type);
+    memref::StoreOp::create(b, loc, v, memref, at);
+  };
+  if (!lanes.active)
+    return storeScalar(value, 0);
+  switch (classify(out)) {
+  case Pattern::Contiguous: {
+    SmallVector<Value> at = indices(out, 0);
+    if (reduce)
+      value = binary(getCombiner(reduction),
+                     emitVectorLoad(cast<VectorType>(value.getType()), memref,
+                                    at, out),
+                     value, type);
+    emitVectorStore(value, memref, at, out, reduce);
+    return;
+  }
+  case Pattern::Invariant:
+    if (reduce) {
+      // A horizontal reduction of the lanes, then one update.
+      // The lanes may be combined in any order (vectorize's legality treats
+      // the updates of one reduction as commuting): a tree, not a chain.
+      return storeScalar(reduceLanes(value, reduction, type), 0);
+    }
+    // Every lane writes the same element: the last one's value stays.
+    return storeScalar(vector::ExtractOp::create(
+                           b, loc, value, ArrayRef<int64_t>{lanes.width - 1}),
+                       0);
+  case Pattern::Scattered:
+    for (int64_t lane = 0; lane < lanes.width; ++lane)
+      storeScalar(
+          vector::ExtractOp::create(b, loc, value, ArrayRef<int64_t>{lane}),
+          lane);
+    return;
+  }
+}
+
+LogicalResult KernelEmitter::lowerCompute(ComputeOp op) {
+  loc = op.getLoc();
+  Type outType = elementType(op.getOut().getArray().getValue());
+  std::string error;
+  Value value = compute(op, outType, error);
+  if (!value)
+    return op.emitError(error);
+  store(op, value);
+  return success();
+}
