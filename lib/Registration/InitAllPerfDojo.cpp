@@ -1,6 +1,7 @@
 //===- InitAllPerfDojo.cpp - Register everything PerfDojo provides --------===//
 
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Conversion/GPU/Passes.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Search/Passes.h"
@@ -18,4 +19,5 @@ void mlir::registerAllPerfDojoPasses() {
   perfdojo::registerPerfDojoTransformsPasses();
   perfdojo::registerPerfDojoSearchPasses();
   perfdojo::registerLoweringPasses();
+  perfdojo::registerGPULoweringPasses();
 }

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerfDojo/Conversion/GPU/KernelPackage.h"
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/SearchPass.h"
 #include "PerfDojo/Support/InputChecks.h"
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
   perfdojo::registerSearchPass();
   DialectRegistry registry;
   registerAllPerfDojo(registry);
+  perfdojo::registerGPUTargets(registry);
   return perfdojo::runWithLargeStack(
       [&] { return runOpt(argc, argv, registry); });
 }

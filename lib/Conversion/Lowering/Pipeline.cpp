@@ -38,13 +38,17 @@ struct ApproximateMathPass
 };
 } // namespace
 
+std::unique_ptr<Pass> mlir::perfdojo::createApproximateMathPass() {
+  return std::make_unique<ApproximateMathPass>();
+}
+
 void mlir::perfdojo::buildLowerToLLVMPipeline(
     OpPassManager &pm, const LowerToLLVMOptions &options) {
   ConvertPerfDojoToStandardOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
   pm.addPass(createConvertPerfDojoToStandard(lowering));
-  pm.addPass(std::make_unique<ApproximateMathPass>());
+  pm.addPass(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertSCFToOpenMPPass());

@@ -1,0 +1,673 @@
+//===- LowerToGPU.cpp - perfdojo kernels to gpu.func kernels --------------===//
+//
+// Each top-level child of a kernel's tree becomes one `gpu.func` kernel,
+// launched in program order by a host function:
+//
+//   24576:g 512:b t[{0},{1}]=...     gpu.func @k0  grid 24576, block 512
+//   24576 s[{0}]=0                    gpu.func @k1  grid 1, block 1
+//
+// Inside a kernel every thread walks the same loops (trip counts are
+// constants): a block or warp scope is not a loop but a digit of the
+// thread index, and what runs on fewer threads than the block has is
+// guarded by `scf.if`. Control flow therefore stays uniform, and
+// `gpu.barrier` may go wherever the dependences between siblings need it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PerfDojo/Conversion/GPU/Passes.h"
+#include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir {
+namespace perfdojo {
+#define GEN_PASS_DEF_CONVERTPERFDOJOTOGPU
+#include "PerfDojo/Conversion/GPU/Passes.h.inc"
+} // namespace perfdojo
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+static bool isThreadScope(Operation *op) {
+  auto scope = dyn_cast<ScopeOp>(op);
+  return scope && (scope.getMapping() == Mapping::block ||
+                   scope.getMapping() == Mapping::warp);
+}
+
+/// Whether `op` or anything inside it is a block or warp scope.
+static bool containsThreadScope(Operation *op) {
+  return op
+      ->walk([](ScopeOp s) {
+        return isThreadScope(s) ? WalkResult::interrupt()
+                                : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The threads the nodes `ops` need side by side: the most that one of
+/// them needs (a thread scope of N iterations: N times what its body
+/// needs), saturated at `limit` + 1.
+static int64_t threadsNeeded(ArrayRef<Operation *> ops, int64_t limit);
+static int64_t threadsNeeded(Operation *op, int64_t limit) {
+  auto scope = dyn_cast<ScopeOp>(op);
+  if (!scope)
+    return 1;
+  SmallVector<Operation *> children;
+  for (Operation &child : scope.getBodyBlock())
+    children.push_back(&child);
+  int64_t inner = threadsNeeded(children, limit);
+  if (!isThreadScope(scope))
+    return inner;
+  return std::min<int64_t>(int64_t(scope.getSize()) * inner, limit + 1);
+}
+static int64_t threadsNeeded(ArrayRef<Operation *> ops, int64_t limit) {
+  int64_t most = 1;
+  for (Operation *op : ops)
+    most = std::max(most, threadsNeeded(op, limit));
+  return most;
+}
+
+/// The outermost thread scope under `ops` whose nest needs more than
+/// `limit` threads.
+static ScopeOp findOversizedThreadScope(ArrayRef<Operation *> ops,
+                                        int64_t limit) {
+  for (Operation *op : ops) {
+    ScopeOp found;
+    op->walk<WalkOrder::PreOrder>([&](ScopeOp s) {
+      if (isThreadScope(s) && threadsNeeded(s, limit) > limit) {
+        found = s;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (found)
+      return found;
+  }
+  return {};
+}
+
+namespace {
+/// Where a temporary lives on the GPU.
+enum class Placement { Global, Shared, Private };
+
+/// One kernel launch: a top-level child of the tree.
+struct Launch {
+  Operation *root;
+  /// The grid scopes (outermost first) that form the launch grid.
+  SmallVector<ScopeOp> grid;
+  /// The nodes one block runs, in order.
+  SmallVector<Operation *> body;
+  int64_t blocks = 1, threads = 1;
+};
+
+/// The buffers a node touches (not counting private ones), with whether
+/// it writes them.
+using AccessSet = llvm::SmallMapVector<Operation *, bool, 8>;
+
+class GPUKernelLowering : public KernelEmitter {
+public:
+  GPUKernelLowering(KernelOp kernel, int64_t maxThreads, int64_t maxShared,
+                    bool fpContract)
+      : KernelEmitter(kernel, fpContract), maxThreads(maxThreads),
+        maxShared(maxShared) {}
+
+  LogicalResult run();
+
+private:
+  StringRef targetName() const override { return "GPU"; }
+  LogicalResult lowerScope(ScopeOp scope) override;
+  Value emitVectorLoad(VectorType type, Value memref, ValueRange at,
+                       AccessAttr access) override;
+  void emitVectorStore(Value value, Value memref, ValueRange at,
+                       AccessAttr access, bool reduce) override;
+
+  /// Splits the tree into launches and checks each against the hardware.
+  LogicalResult planLaunches();
+  /// Decides where every temporary lives.
+  LogicalResult placeTemporaries();
+  /// Emits the kernel of `launch` and its launch from the host.
+  LogicalResult lowerLaunch(Launch &launch, unsigned index,
+                            gpu::GPUModuleOp module, OpBuilder &host);
+
+  //===--- The uniform walk -------------------------------------------===//
+
+  /// The thread index not yet consumed by enclosing thread scopes, how
+  /// many values it takes, and whether this thread has work at all.
+  struct ThreadContext {
+    Value rest;
+    int64_t range = 1;
+    Value valid;
+  };
+  /// Lowers `ops`, run by every thread of the block, with the barriers
+  /// their dependences need.
+  LogicalResult lowerUniform(ArrayRef<Operation *> ops);
+  /// A sequential or unrolled scope (or a grid or parallel scope outside
+  /// the launch grid) holding thread scopes: a loop every thread runs.
+  LogicalResult lowerUniformLoop(ScopeOp scope);
+  /// A block or warp scope: the next digit of the thread index.
+  LogicalResult lowerThreadScope(ScopeOp scope);
+  /// A node without thread scopes: run by the one thread of the context.
+  LogicalResult lowerSingle(Operation *op);
+
+  bool isSingle(Operation *op) { return !containsThreadScope(op); }
+  /// The non-private buffers `op` touches.
+  AccessSet accesses(Operation *op);
+  static bool conflict(const AccessSet &a, const AccessSet &b);
+  static void merge(AccessSet &into, const AccessSet &from);
+
+  int64_t maxThreads, maxShared;
+  SmallVector<Launch> launches;
+  llvm::DenseMap<Operation *, Placement> placement;
+  /// The host function's value of each buffer in global memory: its
+  /// argument (inputs and outputs) or its `gpu.alloc` (temporaries).
+  llvm::DenseMap<Operation *, Value> globalValues;
+  ThreadContext threads;
+};
+} // namespace
+
+LogicalResult GPUKernelLowering::planLaunches() {
+  for (Operation &op : kernel.getBodyBlock()) {
+    if (isa<BufferOp>(op))
+      continue;
+    Launch launch;
+    launch.root = &op;
+    Operation *node = &op;
+    // The grid: a chain of grid (or CPU-parallel) scopes, each the only
+    // child of the previous one.
+    while (auto scope = dyn_cast<ScopeOp>(node)) {
+      if (scope.getMapping() != Mapping::grid &&
+          scope.getMapping() != Mapping::parallel)
+        break;
+      launch.grid.push_back(scope);
+      launch.blocks *= int64_t(scope.getSize());
+      if (launch.blocks > std::numeric_limits<int32_t>::max())
+        return scope.emitError()
+               << "the grid scopes need " << launch.blocks
+               << " blocks or more, more than the " << INT32_MAX
+               << " a launch may have";
+      Block &body = scope.getBodyBlock();
+      if (!llvm::hasSingleElement(body))
+        break;
+      node = &body.front();
+    }
+    if (launch.grid.empty()) {
+      launch.body.push_back(&op);
+    } else {
+      for (Operation &child : launch.grid.back().getBodyBlock())
+        launch.body.push_back(&child);
+    }
+    launch.threads = threadsNeeded(launch.body, maxThreads);
+    if (launch.threads > maxThreads) {
+      ScopeOp culprit = findOversizedThreadScope(launch.body, maxThreads);
+      return culprit.emitError()
+             << "the block scopes need more than " << maxThreads
+             << " threads a block (a scope of " << culprit.getSize()
+             << " iterations holding thread scopes that need "
+             << threadsNeeded(culprit, INT64_MAX / 2) / culprit.getSize()
+             << "), which the GPU does not have; tile the scope and map "
+                "fewer iterations to threads";
+    }
+    launches.push_back(std::move(launch));
+  }
+  return success();
+}
+
+/// The launch whose root holds `op`.
+static int findLaunch(ArrayRef<Launch> launches, Operation *op) {
+  for (auto [i, launch] : llvm::enumerate(launches))
+    if (launch.root == op || launch.root->isProperAncestor(op))
+      return i;
+  return -1;
+}
+
+LogicalResult GPUKernelLowering::placeTemporaries() {
+  // The compute operations that touch each buffer.
+  llvm::DenseMap<Operation *, SmallVector<ComputeOp>> users;
+  kernel.walk([&](ComputeOp op) {
+    users[bufferOf(op.getOut().getArray().getValue())].push_back(op);
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        users[bufferOf(access.getArray().getValue())].push_back(op);
+  });
+  SmallVector<int64_t> sharedBytes(launches.size(), 0);
+  for (BufferOp buffer : kernel.getBuffers()) {
+    placement[buffer] = Placement::Global;
+    if (!buffer.isTemporary())
+      continue;
+    ArrayRef<ComputeOp> ops = users[buffer];
+    llvm::SmallSetVector<int, 2> used;
+    for (ComputeOp op : ops)
+      used.insert(findLaunch(launches, op));
+    BufferLocation location = buffer.getLocation();
+    if (location == BufferLocation::shared) {
+      if (used.size() > 1)
+        return buffer.emitError()
+               << "buffer '" << buffer.getSymName()
+               << "' is in shared memory but used by " << used.size()
+               << " kernels (top-level scopes); shared memory does not "
+                  "outlive a kernel";
+      placement[buffer] = Placement::Shared;
+      if (used.empty())
+        continue;
+      int64_t bytes = buffer.getStoredElementCount() *
+                      llvm::divideCeil(
+                          buffer.getElementType().getIntOrFloatBitWidth(), 8);
+      sharedBytes[used.front()] += bytes;
+      if (sharedBytes[used.front()] > maxShared)
+        return buffer.emitError()
+               << "the shared buffers of the kernel that uses '"
+               << buffer.getSymName() << "' need "
+               << sharedBytes[used.front()] << " bytes a block, more than "
+               << maxShared
+               << "; shrink them (reuse_dims) or keep some in heap memory";
+      continue;
+    }
+    if (location != BufferLocation::stack && location != BufferLocation::reg)
+      continue;
+    // Private to a thread when one thread's work holds every access: all
+    // of them in subtrees without thread scopes at the top of one kernel's
+    // block (the block's first thread runs them all), or all inside one
+    // thread scope at that level and in no thread scope nested in it.
+    // Elsewhere the buffer is global memory, as the heap: legality already
+    // keeps concurrent iterations from sharing an element.
+    if (used.size() != 1 || ops.empty())
+      continue;
+    Launch &launch = launches[used.front()];
+    llvm::SmallSetVector<Operation *, 2> tops;
+    for (ComputeOp op : ops)
+      for (Operation *top : launch.body)
+        if (top == op || top->isProperAncestor(op))
+          tops.insert(top);
+    bool single = llvm::all_of(tops, [&](Operation *t) { return isSingle(t); });
+    bool oneThreadScope =
+        tops.size() == 1 && isThreadScope(tops.front()) &&
+        llvm::all_of(ops, [&](ComputeOp op) {
+          for (Operation *p = op->getParentOp(); p != tops.front();
+               p = p->getParentOp())
+            if (isThreadScope(p))
+              return false;
+          return true;
+        });
+    if (single || oneThreadScope)
+      placement[buffer] = Placement::Private;
+  }
+  return success();
+}
+
+AccessSet GPUKernelLowering::accesses(Operation *op) {
+  AccessSet set;
+  auto add = [&](StringRef array, bool write) {
+    Operation *buffer = bufferOf(array);
+    if (placement.lookup(buffer) == Placement::Private)
+      return;
+    set[buffer] |= write;
+  };
+  op->walk([&](ComputeOp c) {
+    add(c.getOut().getArray().getValue(), true);
+    for (Attribute input : c.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        add(access.getArray().getValue(), false);
+  });
+  return set;
+}
+
+bool GPUKernelLowering::conflict(const AccessSet &a, const AccessSet &b) {
+  for (auto [buffer, write] : a)
+    if (auto it = b.find(buffer); it != b.end() && (write || it->second))
+      return true;
+  return false;
+}
+
+void GPUKernelLowering::merge(AccessSet &into, const AccessSet &from) {
+  for (auto [buffer, write] : from)
+    into[buffer] |= write;
+}
+
+LogicalResult GPUKernelLowering::lowerUniform(ArrayRef<Operation *> ops) {
+  // The buffers touched since the last barrier, and whether several
+  // threads touched them.
+  AccessSet pending;
+  bool pendingMulti = false;
+  for (Operation *op : ops) {
+    if (isa<BufferOp>(op))
+      continue;
+    bool single = isSingle(op);
+    AccessSet touched = accesses(op);
+    if ((pendingMulti || !single) && conflict(pending, touched)) {
+      loc = op->getLoc();
+      gpu::BarrierOp::create(b, loc);
+      pending.clear();
+      pendingMulti = false;
+    }
+    LogicalResult result = success();
+    if (single)
+      result = lowerSingle(op);
+    else if (isThreadScope(op))
+      result = lowerThreadScope(cast<ScopeOp>(op));
+    else
+      result = lowerUniformLoop(cast<ScopeOp>(op));
+    if (failed(result))
+      return failure();
+    merge(pending, touched);
+    pendingMulti |= !single;
+  }
+  return success();
+}
+
+LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
+  loc = op->getLoc();
+  // This thread's work: valid, and the first of the threads that the
+  // enclosing thread scopes left over.
+  Value guard = threads.valid;
+  if (threads.range > 1) {
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        threads.rest, constantIndex(0));
+    guard = guard ? arith::AndIOp::create(b, loc, guard, first).getResult()
+                  : first;
+  }
+  if (!guard)
+    return lowerNode(*op);
+  OpBuilder::InsertionGuard insertion(b);
+  auto branch = scf::IfOp::create(b, loc, guard, /*withElse=*/false);
+  b.setInsertionPointToStart(branch.thenBlock());
+  return lowerNode(*op);
+}
+
+LogicalResult GPUKernelLowering::lowerThreadScope(ScopeOp scope) {
+  loc = scope.getLoc();
+  SmallVector<Operation *> children;
+  for (Operation &child : scope.getBodyBlock())
+    children.push_back(&child);
+  int64_t inner = threadsNeeded(children, maxThreads);
+  int64_t size = scope.getSize();
+  ThreadContext outer = threads;
+  Value valid = outer.valid;
+  if (size * inner < outer.range) {
+    Value inRange =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, outer.rest,
+                              constantIndex(size * inner));
+    valid = valid ? arith::AndIOp::create(b, loc, valid, inRange).getResult()
+                  : inRange;
+  }
+  Value iv = outer.rest, rest;
+  if (inner > 1) {
+    iv = arith::DivUIOp::create(b, loc, outer.rest, constantIndex(inner));
+    rest = arith::RemUIOp::create(b, loc, outer.rest, constantIndex(inner));
+  }
+  threads = {rest, inner, valid};
+  ivs.push_back(iv);
+  LogicalResult result = lowerUniform(children);
+  ivs.pop_back();
+  threads = outer;
+  return result;
+}
+
+LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
+  loc = scope.getLoc();
+  if (scope.getMapping() == Mapping::vector)
+    return scope.emitError("a vector scope may hold only operations");
+  OpBuilder::InsertionGuard guard(b);
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 constantIndex(scope.getSize()),
+                                 constantIndex(1));
+  if (scope.getMapping() == Mapping::unroll)
+    unrolled.push_back(loop);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  ivs.push_back(loop.getInductionVar());
+  SmallVector<Operation *> children;
+  for (Operation &child : scope.getBodyBlock())
+    children.push_back(&child);
+  LogicalResult result = lowerUniform(children);
+  ivs.pop_back();
+  if (failed(result))
+    return failure();
+  // The next iteration's threads may touch what this one's wrote.
+  AccessSet body = accesses(scope);
+  if (conflict(body, body)) {
+    loc = scope.getLoc();
+    gpu::BarrierOp::create(b, loc);
+  }
+  return success();
+}
+
+LogicalResult GPUKernelLowering::lowerScope(ScopeOp scope) {
+  // Only inside subtrees that one thread runs (lowerSingle): there grid
+  // and parallel scopes outside the launch grid are loops; their
+  // iterations are independent, so any order is correct.
+  switch (scope.getMapping()) {
+  case Mapping::grid:
+  case Mapping::parallel:
+    return lowerLoop(scope);
+  case Mapping::block:
+  case Mapping::warp:
+    return scope.emitError("internal error: a thread scope in a subtree "
+                           "that one thread runs");
+  default:
+    return KernelEmitter::lowerScope(scope);
+  }
+}
+
+/// The alignment of a vector of `type` whose every offset is a multiple of
+/// its width, in a buffer allocated by the runtime (cuMemAlloc and
+/// hipMalloc align to at least 256 bytes).
+static llvm::MaybeAlign vectorAlignment(VectorType type) {
+  return llvm::MaybeAlign(type.getNumElements() *
+                          llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+}
+
+Value GPUKernelLowering::emitVectorLoad(VectorType type, Value memref,
+                                        ValueRange at, AccessAttr access) {
+  Operation *buffer = bufferOf(access.getArray().getValue());
+  if (placement.lookup(buffer) == Placement::Global &&
+      isOffsetMultipleOf(access, type.getNumElements()))
+    return vector::LoadOp::create(b, loc, type, memref, at,
+                                  /*nontemporal=*/false, vectorAlignment(type));
+  return KernelEmitter::emitVectorLoad(type, memref, at, access);
+}
+
+void GPUKernelLowering::emitVectorStore(Value value, Value memref,
+                                        ValueRange at, AccessAttr access,
+                                        bool reduce) {
+  auto type = cast<VectorType>(value.getType());
+  Operation *buffer = bufferOf(access.getArray().getValue());
+  if (placement.lookup(buffer) == Placement::Global &&
+      isOffsetMultipleOf(access, type.getNumElements())) {
+    vector::StoreOp::create(b, loc, value, memref, at, /*nontemporal=*/false,
+                            vectorAlignment(type));
+    return;
+  }
+  KernelEmitter::emitVectorStore(value, memref, at, access, reduce);
+}
+
+/// The memref type of `buffer`'s stored elements in `space`.
+static MemRefType storedType(BufferOp buffer, Attribute space = {}) {
+  SmallVector<int64_t> stored;
+  for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+    stored.push_back(buffer.getStoredExtent(d));
+  return MemRefType::get(stored, buffer.getElementType(),
+                         MemRefLayoutAttrInterface(), space);
+}
+
+LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
+                                             gpu::GPUModuleOp module,
+                                             OpBuilder &host) {
+  MLIRContext *ctx = kernel.getContext();
+  // The buffers this launch touches, in declaration order.
+  llvm::SmallPtrSet<Operation *, 8> touched;
+  launch.root->walk([&](ComputeOp op) {
+    touched.insert(bufferOf(op.getOut().getArray().getValue()));
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        touched.insert(bufferOf(access.getArray().getValue()));
+  });
+  SmallVector<BufferOp> global, shared, priv;
+  for (BufferOp buffer : kernel.getBuffers()) {
+    if (!touched.contains(buffer))
+      continue;
+    switch (placement.lookup(buffer)) {
+    case Placement::Global:
+      global.push_back(buffer);
+      break;
+    case Placement::Shared:
+      shared.push_back(buffer);
+      break;
+    case Placement::Private:
+      priv.push_back(buffer);
+      break;
+    }
+  }
+  SmallVector<Type> argumentTypes;
+  for (BufferOp buffer : global)
+    argumentTypes.push_back(storedType(buffer));
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto privateSpace =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
+  SmallVector<Type> workgroupTypes, privateTypes;
+  for (BufferOp buffer : shared)
+    workgroupTypes.push_back(storedType(buffer, workgroup));
+  for (BufferOp buffer : priv)
+    privateTypes.push_back(storedType(buffer, privateSpace));
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  loc = launch.root->getLoc();
+  std::string name =
+      (kernel.getSymName() + "_k" + std::to_string(index)).str();
+  auto func = gpu::GPUFuncOp::create(b, loc, name,
+                                     b.getFunctionType(argumentTypes, {}),
+                                     workgroupTypes, privateTypes);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // Each global buffer is its own allocation: the arguments never overlap.
+  for (unsigned i = 0; i < global.size(); ++i)
+    func.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(launch.threads), 1, 1}));
+  func.setKnownGridSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(launch.blocks), 1, 1}));
+  Block &entry = func.getBody().front();
+  for (auto [buffer, argument] : llvm::zip(global, func.getArguments()))
+    bindArrays(buffer, argument);
+  for (auto [buffer, attribution] :
+       llvm::zip(shared, func.getWorkgroupAttributions()))
+    bindArrays(buffer, attribution);
+  for (auto [buffer, attribution] :
+       llvm::zip(priv, func.getPrivateAttributions()))
+    bindArrays(buffer, attribution);
+  b.setInsertionPointToStart(&entry);
+
+  // The grid scopes' variables: the linear block index, innermost fastest.
+  ivs.clear();
+  ivs.resize(launch.grid.size());
+  Value block;
+  if (!launch.grid.empty())
+    block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  for (int g = int(launch.grid.size()) - 1; g >= 0; --g) {
+    int64_t size = launch.grid[g].getSize();
+    if (g == 0) {
+      ivs[g] = block;
+      break;
+    }
+    ivs[g] = arith::RemUIOp::create(b, loc, block, constantIndex(size));
+    block = arith::DivUIOp::create(b, loc, block, constantIndex(size));
+  }
+  threads = {};
+  if (launch.threads > 1) {
+    threads.rest = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    threads.range = launch.threads;
+  }
+  if (failed(lowerUniform(launch.body)))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  if (failed(unrollLoops()))
+    return failure();
+
+  // The launch, from the host.
+  loc = launch.root->getLoc();
+  auto one = arith::ConstantIndexOp::create(host, loc, 1);
+  auto gridX = arith::ConstantIndexOp::create(host, loc, launch.blocks);
+  auto blockX = arith::ConstantIndexOp::create(host, loc, launch.threads);
+  SmallVector<Value> operands;
+  SmallVector<Attribute> names;
+  for (BufferOp buffer : global) {
+    operands.push_back(globalValues.lookup(buffer));
+    names.push_back(b.getStringAttr(buffer.getSymName()));
+  }
+  auto call = gpu::LaunchFuncOp::create(host, loc, func, {gridX, one, one},
+                                        {blockX, one, one}, Value(), operands);
+  call->setAttr("perfdojo.args", b.getArrayAttr(names));
+  return success();
+}
+
+LogicalResult GPUKernelLowering::run() {
+  if (ScopeOp excess = findExcessUnrolling(kernel))
+    return excess.emitError()
+           << "the unrolled scopes would copy the kernel's operations more "
+              "than "
+           << kMaxUnrolledCopies
+           << " times in all, which the GPU lowering refuses; unroll fewer "
+              "or smaller scopes";
+  if (failed(planLaunches()) || failed(placeTemporaries()))
+    return failure();
+  auto module = kernel->getParentOfType<ModuleOp>();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  b.setInsertionPoint(kernel);
+  std::string name = kernel.getSymName().str();
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, name + "_kernels");
+
+  // The host function: inputs and outputs in declaration order.
+  SmallVector<Type> arguments;
+  SmallVector<BufferOp> parameters;
+  for (BufferOp buffer : kernel.getBuffers())
+    if (!buffer.isTemporary()) {
+      parameters.push_back(buffer);
+      arguments.push_back(
+          MemRefType::get(buffer.getShape(), buffer.getElementType()));
+    }
+  auto func =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(arguments, {}));
+  Block *entry = func.addEntryBlock();
+  OpBuilder host = OpBuilder::atBlockBegin(entry);
+  for (auto [buffer, argument] : llvm::zip(parameters, entry->getArguments()))
+    globalValues[buffer] = argument;
+  SmallVector<Value> allocated;
+  for (BufferOp buffer : kernel.getBuffers())
+    if (buffer.isTemporary() &&
+        placement.lookup(buffer) == Placement::Global) {
+      Value memref = gpu::AllocOp::create(host, loc, storedType(buffer),
+                                          Type(), ValueRange(), ValueRange(),
+                                          ValueRange())
+                         .getMemref();
+      globalValues[buffer] = memref;
+      allocated.push_back(memref);
+    }
+  for (auto [i, launch] : llvm::enumerate(launches))
+    if (failed(lowerLaunch(launch, i, gpuModule, host)))
+      return failure();
+  for (Value memref : allocated)
+    gpu::DeallocOp::create(host, loc, Type(), ValueRange(), memref);
+  func::ReturnOp::create(host, loc);
+  return success();
+}
+
+namespace {
+struct ConvertPerfDojoToGPUPass
+    : public perfdojo::impl::ConvertPerfDojoToGPUBase<
+          ConvertPerfDojoToGPUPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
+    for (KernelOp kernel : kernels) {
+      GPUKernelLowering lowering(kernel, maxThreadsPerBlock, maxSharedBytes,
+                                 fpContract);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+      kernel.erase();
+    }
+  }
+};
+} // namespace
