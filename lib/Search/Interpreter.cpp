@@ -546,18 +546,12 @@ BufferSummary Interpreter::summarize(const BufferData &buffer) {
   return s;
 }
 
-LogicalResult mlir::perfdojo::writeNpy(const BufferData &buffer,
-                                       StringRef path, std::string &error) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + path.str() + "': " + ec.message();
-    return failure();
-  }
-  std::string header = "{'descr': '";
-  header += buffer.isFloat ? "<f8" : "<i8";
-  header += "', 'fortran_order': False, 'shape': (";
-  for (int64_t s : buffer.shape)
+/// Writes the .npy header of an array of `descr` elements and `shape`.
+static void writeNpyHeader(llvm::raw_ostream &os, StringRef descr,
+                           ArrayRef<int64_t> shape) {
+  std::string header = "{'descr': '" + descr.str() +
+                       "', 'fortran_order': False, 'shape': (";
+  for (int64_t s : shape)
     header += std::to_string(s) + ", ";
   header += "), }";
   // Magic (6) + version (2) + length (2) + header, padded to 64 with '\n'.
@@ -566,30 +560,72 @@ LogicalResult mlir::perfdojo::writeNpy(const BufferData &buffer,
   header += '\n';
   os << "\x93NUMPY" << char(1) << char(0);
   os << char(header.size() & 0xff) << char(header.size() >> 8) << header;
-  // Iterate over the logical index space, reading each element's slot.
-  SmallVector<int64_t> index(buffer.shape.size(), 0);
-  int64_t n = buffer.getNumElements();
-  for (int64_t e = 0; e < n; ++e) {
-    int64_t flat = 0;
-    for (unsigned d = 0; d < index.size(); ++d)
-      flat += (index[d] % buffer.stored[d]) * buffer.strides[d];
-    if (buffer.isFloat) {
-      double v = buffer.written[flat] ? buffer.floats[flat] : NAN;
-      os.write(reinterpret_cast<const char *>(&v), sizeof(v));
-    } else {
-      int64_t v = buffer.ints[flat];
-      os.write(reinterpret_cast<const char *>(&v), sizeof(v));
-    }
-    for (int d = int(index.size()) - 1; d >= 0; --d) {
-      if (++index[d] < buffer.shape[d])
-        break;
-      index[d] = 0;
-    }
+}
+
+/// Writes the logical element `e` (row-major) of `buffer`, read from its
+/// storage slot: a double (NaN if never written) or an int64.
+static void writeElement(llvm::raw_ostream &os, const BufferData &buffer,
+                         int64_t e) {
+  int64_t flat = 0;
+  for (int d = int(buffer.shape.size()) - 1; d >= 0; --d) {
+    int64_t index = e % buffer.shape[d];
+    e /= buffer.shape[d];
+    flat += (index % buffer.stored[d]) * buffer.strides[d];
   }
+  if (buffer.isFloat) {
+    double v = buffer.written[flat] ? buffer.floats[flat] : NAN;
+    os.write(reinterpret_cast<const char *>(&v), sizeof(v));
+  } else {
+    int64_t v = buffer.ints[flat];
+    os.write(reinterpret_cast<const char *>(&v), sizeof(v));
+  }
+}
+
+static LogicalResult finishNpy(llvm::raw_fd_ostream &os, StringRef path,
+                               std::string &error) {
+  os.close();
   if (os.has_error()) {
     error = "error writing '" + path.str() + "'";
     os.clear_error();
     return failure();
   }
   return success();
+}
+
+LogicalResult mlir::perfdojo::writeNpy(const BufferData &buffer,
+                                       StringRef path, std::string &error,
+                                       ArrayRef<int64_t> sample) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return failure();
+  }
+  StringRef descr = buffer.isFloat ? "<f8" : "<i8";
+  if (!sample.empty()) {
+    writeNpyHeader(os, descr, {int64_t(sample.size())});
+    for (int64_t e : sample)
+      writeElement(os, buffer, e);
+    return finishNpy(os, path, error);
+  }
+  writeNpyHeader(os, descr, buffer.shape);
+  int64_t n = buffer.getNumElements();
+  for (int64_t e = 0; e < n; ++e)
+    writeElement(os, buffer, e);
+  return finishNpy(os, path, error);
+}
+
+LogicalResult mlir::perfdojo::writeNpyIndices(ArrayRef<int64_t> indices,
+                                              StringRef path,
+                                              std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return failure();
+  }
+  writeNpyHeader(os, "<i8", {int64_t(indices.size())});
+  for (int64_t i : indices)
+    os.write(reinterpret_cast<const char *>(&i), sizeof(i));
+  return finishNpy(os, path, error);
 }

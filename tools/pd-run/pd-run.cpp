@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GPUTarget.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
@@ -116,6 +117,58 @@ static cl::opt<double> tolerance(
     cl::desc("largest accepted |compiled - interpreted| relative to the "
              "largest |interpreted| of each output buffer (floats)"),
     cl::init(1e-4), cl::cat(jitCategory));
+
+static cl::OptionCategory gpuCategory("GPU targets (--target=cuda|rocm)");
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("where to run: 'cpu' (the interpreter, and with --jit this "
+             "CPU), 'cuda' or 'rocm': build a kernel package (PTX or HSACO, "
+             "checked against the interpreter's outputs or the untransformed "
+             "program) and run it with pd-gpu-run on this machine's GPU"),
+    cl::init("cpu"), cl::cat(gpuCategory));
+static cl::opt<std::string> emitPackage(
+    "emit-package",
+    cl::desc("with --target=cuda|rocm: write the package into this folder "
+             "and stop (run it with pd-gpu-run here or on a GPU machine)"),
+    cl::init(""), cl::cat(gpuCategory));
+static cl::opt<std::string> gpuChip(
+    "gpu-chip", cl::desc("the GPU to compile for (default sm_90 or gfx942)"),
+    cl::init(""), cl::cat(gpuCategory));
+static cl::opt<std::string>
+    gpuFeatures("gpu-features",
+                cl::desc("target features (default +ptx80 for CUDA)"),
+                cl::init(""), cl::cat(gpuCategory));
+static cl::opt<std::string> gpuToolkit(
+    "gpu-toolkit",
+    cl::desc("ROCm folder (holding llvm/bin/ld.lld) for HSACOs; default: "
+             "the ld.lld PerfDojo was configured with"),
+    cl::init(""), cl::cat(gpuCategory));
+static cl::opt<uint64_t> maxExpectedMiB(
+    "max-expected-mib",
+    cl::desc("with --target=cuda|rocm: expected outputs larger than this "
+             "(as float64) go into the package as an evenly spread sample "
+             "of 65536 values each"),
+    cl::init(32), cl::cat(gpuCategory));
+
+/// --target=cuda|rocm: the package, and its run when not only emitted.
+static int runGPUTarget(KernelOp kernel, const Interpreter *interpreted,
+                        const char *argv0) {
+  GPURunOptions options;
+  options.package.api = target == "rocm" ? GPUApi::Hip : GPUApi::Cuda;
+  options.package.chip = gpuChip;
+  options.package.features = gpuFeatures;
+  options.package.toolkit = gpuToolkit;
+  options.package.fpContract = fpContract;
+  options.package.seed = seed;
+  options.emitPackage = emitPackage;
+  options.checkAgainst = checkAgainst;
+  options.tolerance = tolerance;
+  options.maxExpectedBytes = maxExpectedMiB << 20;
+  options.warmup = warmup;
+  options.repetitions = repetitions;
+  options.timeLimit = timeLimit;
+  return runOnGPU(kernel, interpreted, options, argv0);
+}
 
 static std::string shapeString(const BufferData &b) {
   std::string text = "[";
@@ -277,9 +330,27 @@ static int runTool(int argc, char **argv) {
       argc, argv,
       "pd-run: load a PerfDojo kernel, interpret it and summarize its "
       "outputs\n");
+  if (target != "cpu" && target != "cuda" && target != "rocm") {
+    llvm::errs() << "pd-run: --target must be 'cpu', 'cuda' or 'rocm', not '"
+                 << target << "'\n";
+    return 1;
+  }
+  bool gpu = target != "cpu";
+  if (gpu && jit) {
+    llvm::errs() << "pd-run: --jit compiles for this CPU; it cannot be "
+                    "combined with --target="
+                 << target << "\n";
+    return 1;
+  }
+  if (!gpu && !emitPackage.empty()) {
+    llvm::errs() << "pd-run: --emit-package needs --target=cuda or "
+                    "--target=rocm\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   registerAllPerfDojo(registry);
+  registerGPUTargets(registry);
   MLIRContext context(registry);
   context.loadDialect<PerfDojoDialect>();
   // Diagnostics point at the kernel's own lines; the generic form of the op
@@ -336,6 +407,8 @@ static int runTool(int argc, char **argv) {
                << llvm::range_size(kernel.getBuffers()) << " buffers, "
                << scopes << " scopes, " << computes
                << " operations, nest depth " << maxDepth << "\n";
+  if (gpu && (!interpret || noInterpret || !checkAgainst.empty()))
+    return runGPUTarget(kernel, nullptr, argv[0]);
   if (!interpret || (jit && (noInterpret || !checkAgainst.empty())))
     return jit ? runCompiled(kernel, nullptr) : 0;
 
@@ -385,5 +458,7 @@ static int runTool(int argc, char **argv) {
       }
     }
   }
+  if (gpu)
+    return runGPUTarget(kernel, interp->get(), argv[0]);
   return jit ? runCompiled(kernel, interp->get()) : 0;
 }

@@ -93,9 +93,13 @@ private:
 
 /// Writes a buffer's logical contents as a NumPy .npy file (float64 for
 /// floating-point buffers, int64 for integers). Elements of dimensions with
-/// reuse factors are read from their storage slot.
+/// reuse factors are read from their storage slot. With `sample` (logical
+/// row-major element numbers), only those elements, as a 1-D array.
 LogicalResult writeNpy(const BufferData &buffer, StringRef path,
-                       std::string &error);
+                       std::string &error, ArrayRef<int64_t> sample = {});
+/// Writes `indices` as a 1-D int64 .npy file.
+LogicalResult writeNpyIndices(ArrayRef<int64_t> indices, StringRef path,
+                              std::string &error);
 
 } // namespace perfdojo
 } // namespace mlir

@@ -183,8 +183,14 @@ mlir::perfdojo::writeKernelPackage(KernelOp kernel, StringRef dir,
   case PackageCheck::Kind::Expected: {
     checkJson["kind"] = "expected";
     llvm::json::Object expected;
-    for (const auto &entry : check.expected)
-      expected[entry.getKey()] = entry.getValue();
+    for (const auto &entry : check.expected) {
+      const PackageCheck::Expected &e = entry.getValue();
+      if (e.indices.empty())
+        expected[entry.getKey()] = e.values;
+      else
+        expected[entry.getKey()] = llvm::json::Object{
+            {"values", e.values}, {"indices", e.indices}, {"scale", e.scale}};
+    }
     checkJson["expected"] = std::move(expected);
     break;
   }

@@ -36,9 +36,16 @@ struct PackageCheck {
   /// Largest accepted |got - expected| relative to the largest |expected|
   /// of each output (the CPU evaluator's rule).
   double tolerance = 1e-4;
-  /// Kind::Expected: each output's expected values, as a path relative to
-  /// the package (float64 or int64 .npy of the buffer's shape).
-  llvm::StringMap<std::string> expected;
+  /// Kind::Expected: each output's expected values, as paths relative to
+  /// the package: all of them (float64 or int64 .npy of the buffer's
+  /// shape), or a sample (1-D .npy of values, 1-D int64 .npy of their
+  /// row-major element numbers, and the largest finite |value| of the whole
+  /// output, which scales the tolerance).
+  struct Expected {
+    std::string values, indices;
+    double scale = 0;
+  };
+  llvm::StringMap<Expected> expected;
   /// Kind::Reference: the subfolder holding the reference's package.
   std::string reference = "reference";
 };
