@@ -2,6 +2,8 @@
 # lit configuration of the PerfDojo regression tests.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -65,9 +67,59 @@ tools = [
     ToolSubst("%pd-translate",
               command=os.path.join(config.perfdojo_tools_dir, "pd-translate")),
     ToolSubst("%pd-run", command=os.path.join(config.perfdojo_tools_dir, "pd-run")),
+    ToolSubst("%pd-gpu-run",
+              command=os.path.join(config.perfdojo_tools_dir, "pd-gpu-run")),
     ToolSubst("%mlir-opt", command=mlir_opt),
     "pd-opt",
     "pd-translate",
     "pd-run",
+    "pd-gpu-run",
 ]
 llvm_config.add_tool_substitutions(tools, [config.perfdojo_tools_dir])
+
+
+def find_ptxas():
+    """NVIDIA's PTX assembler, which checks the hand-written PTX of the GPU
+    runner's tests: on PATH, in the CUDA toolkit's usual place, or from the
+    nvidia-cuda-nvcc wheel of /usr/bin/python3; None without one."""
+    for path in (config.environment.get("PATH"), os.environ.get("PATH")):
+        found = shutil.which("ptxas", path=path) if path else None
+        if found:
+            return found
+    if os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+        return "/usr/local/cuda/bin/ptxas"
+    try:
+        where = subprocess.run(
+            ["/usr/bin/python3", "-c",
+             "import os, nvidia.cuda_nvcc as m; "
+             "print(os.path.join(list(m.__path__)[0], 'bin', 'ptxas'))"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            universal_newlines=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = where.stdout.strip()
+    if where.returncode == 0 and os.access(found, os.X_OK):
+        return found
+    return None
+
+
+ptxas = find_ptxas()
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
+# `cuda-device`: the GPU runner sees a CUDA GPU (tests that need one say
+# REQUIRES: cuda-device; those of the driverless machine say UNSUPPORTED).
+# Any failure (no runner yet, no driver, a hang) means no device.
+try:
+    runner_env = dict(os.environ)
+    runner_env.pop("PD_GPU_RUN_CUDA_LIBRARY", None)
+    if subprocess.run(
+            [os.path.join(config.perfdojo_tools_dir, "pd-gpu-run"),
+             "--list-devices", "--api=cuda"],
+            cwd=config.perfdojo_tools_dir, env=runner_env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=20).returncode == 0:
+        config.available_features.add("cuda-device")
+except (OSError, subprocess.SubprocessError):
+    pass
