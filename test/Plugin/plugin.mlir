@@ -12,6 +12,16 @@
 // RUN:   --load-pass-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
 // RUN:   --pass-pipeline="builtin.module(pd-apply{moves=tile_scope@y:0:2,unroll@y:1})" \
 // RUN:   | FileCheck %s --check-prefix=MOVES
+// The GPU pipeline too, down to PTX, inside Debian's mlir-opt.
+// RUN: %mlir-opt %s --load-dialect-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   --load-pass-plugin=%perfdojo_lib/PerfDojoPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(pd-lower-to-nvvm)" \
+// RUN:   | FileCheck %s --check-prefix=NVVM
+
+// NVVM: gpu.binary @scale_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
+// NVVM-SAME: .visible .entry scale_k0(
+// NVVM: func.func @scale(
+// NVVM: gpu.launch_func @scale_kernels::@scale_k0
 
 // DIALECT-LABEL: perfdojo.kernel @scale
 // DIALECT: perfdojo.compute y[{0}] = mul(x[{0}], 2.0)
