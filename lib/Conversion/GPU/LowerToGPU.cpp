@@ -123,6 +123,7 @@ private:
                        AccessAttr access) override;
   void emitVectorStore(Value value, Value memref, ValueRange at,
                        AccessAttr access, bool reduce) override;
+  bool isAligned(AccessAttr access, VectorType type);
 
   /// Splits the tree into launches and checks each against the hardware.
   LogicalResult planLaunches();
@@ -392,7 +393,8 @@ LogicalResult GPUKernelLowering::lowerThreadScope(ScopeOp scope) {
     valid = valid ? arith::AndIOp::create(b, loc, valid, inRange).getResult()
                   : inRange;
   }
-  Value iv = outer.rest, rest;
+  // A block of one thread has no thread index to decompose.
+  Value iv = outer.rest ? outer.rest : constantIndex(0), rest;
   if (inner > 1) {
     iv = arith::DivUIOp::create(b, loc, outer.rest, constantIndex(inner));
     rest = arith::RemUIOp::create(b, loc, outer.rest, constantIndex(inner));
@@ -458,11 +460,21 @@ static llvm::MaybeAlign vectorAlignment(VectorType type) {
                           llvm::divideCeil(type.getElementTypeBitWidth(), 8));
 }
 
+/// Whether the vector access of `type` at `access` may claim
+/// vectorAlignment: a global buffer stored with its logical layout (no
+/// reused dimension, whose `mod` would move the offsets), and an offset
+/// that is a multiple of the width in every iteration. A claim that does
+/// not hold would fault on the GPU.
+bool GPUKernelLowering::isAligned(AccessAttr access, VectorType type) {
+  auto buffer = bufferOf(access.getArray().getValue());
+  return placement.lookup(buffer) == Placement::Global &&
+         llvm::all_of(buffer.getReuse(), [](int64_t r) { return r == 0; }) &&
+         isOffsetMultipleOf(access, type.getNumElements());
+}
+
 Value GPUKernelLowering::emitVectorLoad(VectorType type, Value memref,
                                         ValueRange at, AccessAttr access) {
-  Operation *buffer = bufferOf(access.getArray().getValue());
-  if (placement.lookup(buffer) == Placement::Global &&
-      isOffsetMultipleOf(access, type.getNumElements()))
+  if (isAligned(access, type))
     return vector::LoadOp::create(b, loc, type, memref, at,
                                   /*nontemporal=*/false, vectorAlignment(type));
   return KernelEmitter::emitVectorLoad(type, memref, at, access);
@@ -472,9 +484,7 @@ void GPUKernelLowering::emitVectorStore(Value value, Value memref,
                                         ValueRange at, AccessAttr access,
                                         bool reduce) {
   auto type = cast<VectorType>(value.getType());
-  Operation *buffer = bufferOf(access.getArray().getValue());
-  if (placement.lookup(buffer) == Placement::Global &&
-      isOffsetMultipleOf(access, type.getNumElements())) {
+  if (isAligned(access, type)) {
     vector::StoreOp::create(b, loc, value, memref, at, /*nontemporal=*/false,
                             vectorAlignment(type));
     return;
