@@ -412,13 +412,7 @@ LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
   if (scope.getMapping() == Mapping::vector)
     return scope.emitError("a vector scope may hold only operations");
   OpBuilder::InsertionGuard guard(b);
-  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
-                                 constantIndex(scope.getSize()),
-                                 constantIndex(1));
-  if (scope.getMapping() == Mapping::unroll)
-    unrolled.push_back(loop);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  ivs.push_back(loop.getInductionVar());
+  beginLoop(scope);
   SmallVector<Operation *> children;
   for (Operation &child : scope.getBodyBlock())
     children.push_back(&child);
@@ -612,14 +606,7 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
 }
 
 LogicalResult GPUKernelLowering::run() {
-  if (ScopeOp excess = findExcessUnrolling(kernel))
-    return excess.emitError()
-           << "the unrolled scopes would copy the kernel's operations more "
-              "than "
-           << kMaxUnrolledCopies
-           << " times in all, which the GPU lowering refuses; unroll fewer "
-              "or smaller scopes";
-  if (failed(planLaunches()) || failed(placeTemporaries()))
+  if (failed(checkUnrolling()) || failed(planLaunches()) || failed(placeTemporaries()))
     return failure();
   auto module = kernel->getParentOfType<ModuleOp>();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),

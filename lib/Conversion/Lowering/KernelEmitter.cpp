@@ -68,9 +68,8 @@ LogicalResult KernelEmitter::lowerScope(ScopeOp scope) {
   }
 }
 
-LogicalResult KernelEmitter::lowerLoop(ScopeOp scope) {
+scf::ForOp KernelEmitter::beginLoop(ScopeOp scope) {
   loc = scope.getLoc();
-  OpBuilder::InsertionGuard guard(b);
   auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                  constantIndex(scope.getSize()),
                                  constantIndex(1));
@@ -78,9 +77,27 @@ LogicalResult KernelEmitter::lowerLoop(ScopeOp scope) {
     unrolled.push_back(loop);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   ivs.push_back(loop.getInductionVar());
+  return loop;
+}
+
+LogicalResult KernelEmitter::lowerLoop(ScopeOp scope) {
+  OpBuilder::InsertionGuard guard(b);
+  beginLoop(scope);
   LogicalResult result = lowerBlock(scope.getBodyBlock());
   ivs.pop_back();
   return result;
+}
+
+LogicalResult KernelEmitter::checkUnrolling() {
+  if (ScopeOp excess = findExcessUnrolling(kernel))
+    return excess.emitError()
+           << "the unrolled scopes would copy the kernel's operations more "
+              "than "
+           << kMaxUnrolledCopies << " times in all, which the "
+           << targetName()
+           << " lowering refuses (compiling that much code takes minutes); "
+              "unroll fewer or smaller scopes";
+  return success();
 }
 
 LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {

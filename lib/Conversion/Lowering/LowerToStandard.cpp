@@ -87,14 +87,8 @@ private:
 } // namespace
 
 LogicalResult KernelLowering::run() {
-  if (ScopeOp excess = findExcessUnrolling(kernel))
-    return excess.emitError()
-           << "the unrolled scopes would copy the kernel's operations more "
-              "than "
-           << kMaxUnrolledCopies
-           << " times in all, which the CPU lowering refuses (compiling "
-              "that much code takes minutes); unroll fewer or smaller "
-              "scopes";
+  if (failed(checkUnrolling()))
+    return failure();
   // The signature: inputs and outputs in declaration order.
   SmallVector<Type> arguments;
   SmallVector<BufferOp> parameters, temporaries;

@@ -78,6 +78,13 @@ protected:
   /// A sequential or unrolled scope as an `scf.for` holding its body;
   /// unrolled loops are expanded by unrollLoops().
   LogicalResult lowerLoop(ScopeOp scope);
+  /// Creates the `scf.for` of `scope`, moves the insertion point into its
+  /// body and pushes its variable; the caller guards the insertion point
+  /// and pops the variable.
+  scf::ForOp beginLoop(ScopeOp scope);
+  /// Refuses kernels whose unrolled scopes copy too much (naming the
+  /// outermost culprit).
+  LogicalResult checkUnrolling();
   /// A vector scope: its one operation on `size` lanes.
   LogicalResult lowerVectorScope(ScopeOp scope);
   /// Loads the operands, computes and stores one operation.
