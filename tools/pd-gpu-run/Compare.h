@@ -42,6 +42,16 @@ void compareOutput(const std::string &name, DType type, const void *got,
                    DType wantType, const void *want, int64_t count,
                    double tolerance, Comparison &result);
 
+/// Like compareOutput, for a sample of the output: `want` holds `count`
+/// reference values, the i-th that of the element `indices[i]` of `got` (a
+/// row-major element number, which mismatches name), and `scale` is the
+/// largest |reference value| among the finite ones of the whole output, not
+/// only of the sample.
+void compareSample(const std::string &name, DType type, const void *got,
+                   DType wantType, const void *want, const int64_t *indices,
+                   int64_t count, double scale, double tolerance,
+                   Comparison &result);
+
 /// Without reference values: fails `result` when a float output holds a
 /// NaN ("element 5 of 'y' is NaN"), as the CPU evaluator does.
 void checkNoNaN(const std::string &name, DType type, const void *got,

@@ -194,38 +194,64 @@ PackageResult Evaluator::evaluate(const std::string &dir) {
     return result;
 
   Comparison comparison;
+  int64_t checkedElements = 0;
   for (size_t i = 0; i < package.buffers.size(); ++i) {
     const Buffer &buffer = package.buffers[i];
     if (buffer.role != Role::Out)
       continue;
+    result.outputElements += buffer.elements;
     const char *got = outputs + offsets[i];
     if (check == CheckKind::Expected) {
       auto it = std::find_if(
           package.check.expected.begin(), package.check.expected.end(),
-          [&](const auto &entry) { return entry.first == i; });
+          [&](const ExpectedOutput &entry) { return entry.buffer == i; });
       NpyArray want;
-      if (!readNpy(it->second, want, error)) {
+      if (!readNpy(it->valuesPath, want, error)) {
         result.status = Status::BadPackage;
-        result.reason =
-            package.jsonPath + ": check.expected." + buffer.name + ": " + error;
+        result.reason = package.jsonPath + ": check.expected." + buffer.name +
+                        (it->isSample() ? ".values: " : ": ") + error;
         return result;
       }
-      compareOutput(buffer.name, buffer.dtype, got, want.header.dtype,
-                    want.data.data(), buffer.elements, package.check.tolerance,
-                    comparison);
+      if (!it->isSample()) {
+        compareOutput(buffer.name, buffer.dtype, got, want.header.dtype,
+                      want.data.data(), buffer.elements,
+                      package.check.tolerance, comparison);
+        checkedElements += buffer.elements;
+        continue;
+      }
+      // Loading checked the sample; the file may have changed since.
+      int64_t count = int64_t(it->indices.size());
+      if (want.header.getNumElements() != count) {
+        result.status = Status::BadPackage;
+        result.reason = package.jsonPath + ": check.expected." + buffer.name +
+                        ".values: expected " + std::to_string(count) +
+                        " values (one for each element number in '" +
+                        it->indicesPath + "'), found " +
+                        std::to_string(want.header.getNumElements()) + " in '" +
+                        it->valuesPath + "'";
+        return result;
+      }
+      compareSample(buffer.name, buffer.dtype, got, want.header.dtype,
+                    want.data.data(), it->indices.data(), count, it->scale,
+                    package.check.tolerance, comparison);
+      checkedElements += count;
+      result.sampled = true;
     } else if (check == CheckKind::Reference) {
       const Package &ref = *package.check.reference;
       size_t r = size_t(ref.lookupBuffer(buffer.name));
       compareOutput(buffer.name, buffer.dtype, got, ref.buffers[r].dtype,
                     reference->outputs.data() + reference->offsets[r],
                     buffer.elements, package.check.tolerance, comparison);
+      checkedElements += buffer.elements;
     } else if (options.check) {
       checkNoNaN(buffer.name, buffer.dtype, got, buffer.elements, comparison);
     }
   }
   result.checked = check;
-  if (check != CheckKind::None)
+  if (check != CheckKind::None) {
     result.maxError = comparison.maxError;
+    result.checkedElements = checkedElements;
+  }
   if (!comparison.ok) {
     result.status = Status::WrongAnswer;
     result.reason = comparison.reason;

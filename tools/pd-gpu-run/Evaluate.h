@@ -46,6 +46,13 @@ struct PackageResult {
   CheckKind checked = CheckKind::None;
   /// The largest error, when compared with expected or reference values.
   std::optional<double> maxError;
+  /// The elements so compared, over every output: all of them, or fewer
+  /// when some expected values are a sample.
+  std::optional<int64_t> checkedElements;
+  /// The elements of every output (what a full comparison compares).
+  int64_t outputElements = 0;
+  /// Whether the expected values of some output were a sample.
+  bool sampled = false;
 
   /// The median of the times (0 when there are none).
   double getMedianMs() const;

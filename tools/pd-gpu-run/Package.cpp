@@ -365,10 +365,149 @@ static std::string describeInputs(const Package &p) {
   return text.empty() ? "no inputs" : text;
 }
 
+/// "float64 ('<f8')" or "int64 ('<i8')": the values expected for `buffer`.
+static const char *describeExpectedDType(const Buffer &buffer) {
+  return isFloatDType(buffer.dtype) ? "float64 ('<f8')" : "int64 ('<i8')";
+}
+
+/// Checks the header of the .npy file of every expected value of `buffer`
+/// (named at JSON path `place`).
+static bool loadAllValues(const JsonValue &file, const std::string &place,
+                          const Buffer &buffer, Validator &v, Package &p,
+                          ExpectedOutput &expected) {
+  std::string path = joinPath(p.dir, file.getText());
+  NpyHeader header;
+  std::string why;
+  if (!readNpyHeader(path, header, why))
+    return v.fail(file, place, why);
+  if (isFloatDType(header.dtype) != isFloatDType(buffer.dtype))
+    return v.fail(file, place,
+                  std::string("expected ") + describeExpectedDType(buffer) +
+                      " values for the " + getDTypeName(buffer.dtype) +
+                      " output '" + buffer.name + "', found '" + header.descr +
+                      "' in '" + path + "'");
+  if (header.shape != buffer.shape)
+    return v.fail(file, place,
+                  "expected the shape of '" + buffer.name + "', " +
+                      formatShape(buffer.shape) + ", found " +
+                      formatShape(header.shape) + " in '" + path + "'");
+  expected.valuesPath = path;
+  return true;
+}
+
+/// Reads and checks a sample of the expected values of `buffer`: the
+/// object {values, indices, scale} `sample`, at JSON path `place`.
+static bool loadSample(const JsonValue &sample, const std::string &place,
+                       const Buffer &buffer, Validator &v, Package &p,
+                       ExpectedOutput &expected) {
+  std::string valuesFile, indicesFile;
+  if (!v.string(sample, place, "values", valuesFile) ||
+      !v.string(sample, place, "indices", indicesFile))
+    return false;
+  const JsonValue &valuesAt = *sample.get("values");
+  const JsonValue &indicesAt = *sample.get("indices");
+  const std::string valuesPlace = place + ".values";
+  const std::string indicesPlace = place + ".indices";
+  const std::string scalePlace = place + ".scale";
+  const JsonValue *scale = sample.get("scale");
+  const char *scaleWhat = "a finite number >= 0 (the largest finite |value| "
+                          "of the whole output)";
+  if (!scale)
+    return v.fail(sample, scalePlace,
+                  std::string("expected ") + scaleWhat +
+                      ", found no such member");
+  if (!scale->isNumber() || !std::isfinite(scale->getNumber()) ||
+      scale->getNumber() < 0)
+    return v.fail(*scale, scalePlace,
+                  std::string("expected ") + scaleWhat + ", found " +
+                      scale->describe());
+
+  // The values: one dimension of N >= 1, of the output's kind.
+  std::string valuesPath = joinPath(p.dir, valuesFile);
+  NpyArray values;
+  std::string why;
+  if (!readNpy(valuesPath, values, why))
+    return v.fail(valuesAt, valuesPlace, why);
+  if (isFloatDType(values.header.dtype) != isFloatDType(buffer.dtype))
+    return v.fail(valuesAt, valuesPlace,
+                  std::string("expected ") + describeExpectedDType(buffer) +
+                      " values for the " + getDTypeName(buffer.dtype) +
+                      " output '" + buffer.name + "', found '" +
+                      values.header.descr + "' in '" + valuesPath + "'");
+  if (values.header.shape.size() != 1)
+    return v.fail(valuesAt, valuesPlace,
+                  "expected a 1-D array of sampled values, found shape " +
+                      formatShape(values.header.shape) + " in '" + valuesPath +
+                      "'");
+  const int64_t count = values.header.shape[0];
+  if (count < 1)
+    return v.fail(valuesAt, valuesPlace,
+                  "expected at least one sampled value, found none in '" +
+                      valuesPath + "'");
+
+  // The element numbers: as many, int64, each an element of the output.
+  std::string indicesPath = joinPath(p.dir, indicesFile);
+  NpyArray indices;
+  if (!readNpy(indicesPath, indices, why))
+    return v.fail(indicesAt, indicesPlace, why);
+  if (indices.header.dtype != DType::I64)
+    return v.fail(indicesAt, indicesPlace,
+                  "expected int64 ('<i8') element numbers, found '" +
+                      indices.header.descr + "' in '" + indicesPath + "'");
+  if (indices.header.shape.size() != 1)
+    return v.fail(indicesAt, indicesPlace,
+                  "expected a 1-D array of element numbers, found shape " +
+                      formatShape(indices.header.shape) + " in '" +
+                      indicesPath + "'");
+  if (indices.header.shape[0] != count)
+    return v.fail(indicesAt, indicesPlace,
+                  "expected " + std::to_string(count) +
+                      " element numbers (one for each value in '" + valuesPath +
+                      "'), found " + std::to_string(indices.header.shape[0]) +
+                      " in '" + indicesPath + "'");
+  expected.indices.resize(size_t(count));
+  std::memcpy(expected.indices.data(), indices.data.data(),
+              size_t(count) * sizeof(int64_t));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t element = expected.indices[size_t(i)];
+    if (element < 0 || element >= buffer.elements)
+      return v.fail(indicesAt, indicesPlace,
+                    "expected element numbers below " +
+                        std::to_string(buffer.elements) +
+                        " (the elements of '" + buffer.name + "', shape " +
+                        formatShape(buffer.shape) + "), found " +
+                        std::to_string(element) + " at [" + std::to_string(i) +
+                        "] in '" + indicesPath + "'");
+  }
+
+  // The scale covers the whole output, so at least the sample.
+  double largest = 0;
+  const unsigned size = getDTypeSize(values.header.dtype);
+  for (int64_t i = 0; i < count; ++i)
+    if (double a = std::fabs(
+            loadAsDouble(values.header.dtype, values.data.data() + i * size));
+        std::isfinite(a))
+      largest = std::max(largest, a);
+  if (scale->getNumber() < largest) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.17g", largest);
+    return v.fail(*scale, scalePlace,
+                  std::string("expected at least ") + text +
+                      " (the largest finite |value| in '" + valuesPath +
+                      "'), found " + scale->describe());
+  }
+
+  expected.valuesPath = valuesPath;
+  expected.indicesPath = indicesPath;
+  expected.scale = scale->getNumber();
+  return true;
+}
+
 static bool loadExpected(const JsonValue &check, Validator &v, Package &p) {
-  const JsonValue *expected =
-      v.member(check, "check", "expected", JsonValue::Kind::Object,
-               "an object naming a .npy file for each output");
+  const JsonValue *expected = v.member(
+      check, "check", "expected", JsonValue::Kind::Object,
+      "an object naming the expected values (a .npy file or a sample) of "
+      "each output");
   if (!expected)
     return false;
   for (const auto &member : expected->getObject()) {
@@ -386,37 +525,33 @@ static bool loadExpected(const JsonValue &check, Validator &v, Package &p) {
                     "expected the name of an 'out' buffer, found '" + name +
                         "', " + (buffer.role == Role::Tmp ? "a" : "an") + " '" +
                         getRoleName(buffer.role) + "' buffer");
-    if (!file.isString() || file.getText().empty())
+    ExpectedOutput output;
+    output.buffer = unsigned(index);
+    if (file.isObject()) {
+      if (!loadSample(file, place, buffer, v, p, output))
+        return false;
+    } else if (file.isString() && !file.getText().empty()) {
+      if (!loadAllValues(file, place, buffer, v, p, output))
+        return false;
+    } else {
       return v.fail(file, place,
-                    "expected the path of a .npy file, found " +
+                    "expected the path of a .npy file or a sample ({values, "
+                    "indices, scale}), found " +
                         file.describe());
-    std::string path = joinPath(p.dir, file.getText());
-    NpyHeader header;
-    std::string why;
-    if (!readNpyHeader(path, header, why))
-      return v.fail(file, place, why);
-    bool isFloat = isFloatDType(buffer.dtype);
-    if (isFloatDType(header.dtype) != isFloat)
-      return v.fail(file, place,
-                    std::string("expected ") +
-                        (isFloat ? "float64 ('<f8')" : "int64 ('<i8')") +
-                        " values for the " + getDTypeName(buffer.dtype) +
-                        " output '" + name + "', found '" + header.descr +
-                        "' in '" + path + "'");
-    if (header.shape != buffer.shape)
-      return v.fail(file, place,
-                    "expected the shape of '" + name + "', " +
-                        formatShape(buffer.shape) + ", found " +
-                        formatShape(header.shape) + " in '" + path + "'");
-    p.check.expected.emplace_back(unsigned(index), path);
+    }
+    p.check.expected.push_back(std::move(output));
   }
   for (size_t i = 0; i < p.buffers.size(); ++i)
     if (p.buffers[i].role == Role::Out && !expected->get(p.buffers[i].name))
       return v.fail(*expected, "check.expected",
-                    "expected a .npy file for every output, found none for '" +
+                    "expected values (a .npy file or a sample) for every "
+                    "output, found none for '" +
                         p.buffers[i].name + "'");
   // In the order of the buffers.
-  std::sort(p.check.expected.begin(), p.check.expected.end());
+  std::sort(p.check.expected.begin(), p.check.expected.end(),
+            [](const ExpectedOutput &a, const ExpectedOutput &b) {
+              return a.buffer < b.buffer;
+            });
   return true;
 }
 

@@ -63,13 +63,33 @@ const char *getCheckKindName(CheckKind kind);
 
 struct Package;
 
+/// The expected values of one output: all of them, or a sample.
+struct ExpectedOutput {
+  /// The output, as an index into Package::buffers.
+  unsigned buffer = 0;
+  /// Path of the .npy file of the values: the output's shape, or for a
+  /// sample one dimension of `indices.size()` values.
+  std::string valuesPath;
+  /// For a sample: the path of the .npy file of its element numbers (empty
+  /// when every value is expected).
+  std::string indicesPath;
+  /// For a sample: the row-major element numbers of its values, each below
+  /// the output's number of elements (read and checked when the package is
+  /// loaded).
+  std::vector<int64_t> indices;
+  /// For a sample: the largest finite |value| of the whole expected output,
+  /// the scale of the errors in place of the sample's own.
+  double scale = 0;
+
+  bool isSample() const { return !indicesPath.empty(); }
+};
+
 struct Check {
   CheckKind kind = CheckKind::None;
   /// Largest error relative to the largest finite |reference| of a buffer.
   double tolerance = 0;
-  /// Expected: (index of an output buffer, path of its .npy file), in the
-  /// order of the buffers.
-  std::vector<std::pair<unsigned, std::string>> expected;
+  /// Expected: one entry for each output, in the order of the buffers.
+  std::vector<ExpectedOutput> expected;
   /// Reference: the reference package (its own check is not loaded).
   std::shared_ptr<Package> reference;
 };
@@ -113,12 +133,22 @@ struct Package {
 ///   launches [{function, grid: [3 integers >= 1], block: [3 integers >= 1,
 ///             at most 1024 in all], shared_bytes, args: [buffer names]}],
 ///             at least one, in program order
-///   check    {kind: "expected", tolerance, expected: {output: "file.npy"}}
-///            (one float64 .npy for each float output, int64 for each
-///            integer output, with the output's shape), or {kind:
-///            "reference", tolerance, reference: "folder"} (a package of
-///            the same kernel with the same seed and inputs, whose outputs
-///            include this one's), or {kind: "none"}
+///   check    {kind: "expected", tolerance, expected: {output: EXPECTED}},
+///            or {kind: "reference", tolerance, reference: "folder"} (a
+///            package of the same kernel with the same seed and inputs,
+///            whose outputs include this one's), or {kind: "none"}; for
+///            each output, EXPECTED is either
+///              "file.npy"  every value: a float64 .npy for a float output,
+///                          int64 for an integer output, with the output's
+///                          shape, or
+///              {values: "v.npy", indices: "i.npy", scale}  a sample: N >= 1
+///                          values (a 1-D .npy, float64 or int64 as above),
+///                          the row-major element numbers they belong to (a
+///                          1-D int64 .npy of N numbers, each below the
+///                          output's number of elements), and the largest
+///                          finite |value| of the whole output (a finite
+///                          number >= 0, at least that of the sample), the
+///                          scale of the errors
 ///
 /// On failure returns false and sets `error` to
 /// "PATH/package.json:LINE:COLUMN: PLACE: REASON", PLACE being a JSON path

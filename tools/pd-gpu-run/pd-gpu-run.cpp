@@ -42,9 +42,10 @@ so a kernel that crashes or hangs fails alone and the others still run.
 
 For each package: the inputs are drawn from the package's seed, the
 launches run once and their outputs are checked (against the expected
-.npy files or the reference package the package names), then the warm-up
-runs and the timed runs follow. One line per package tells the outcome:
-ok, wrong answer, fault, timeout, load error, bad package or no device.
+values the package holds, all or a sample of them, or the reference
+package it names), then the warm-up runs and the timed runs follow. One
+line per package tells the outcome: ok, wrong answer, fault, timeout, load
+error, bad package or no device.
 
 OPTIONS:
   --warmup=N            untimed runs before the timed ones (default 2)
@@ -483,6 +484,11 @@ static void writeResults(std::FILE *out,
       json.null();
     json.key("checked");
     json.value(getCheckKindName(r.checked));
+    json.key("checked_elements");
+    if (r.checkedElements)
+      json.value(*r.checkedElements);
+    else
+      json.null();
     json.endObject();
   }
   json.endArray();
@@ -530,6 +536,9 @@ static std::string describeResult(const PackageResult &r) {
   if (r.maxError) {
     std::snprintf(text, sizeof(text), ", max error %.2g", *r.maxError);
     line += text;
+    if (r.sampled && r.checkedElements)
+      line += " (on a sample of " + std::to_string(*r.checkedElements) +
+              " of " + std::to_string(r.outputElements) + " elements)";
   } else {
     line += ", not checked";
   }

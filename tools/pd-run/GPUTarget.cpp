@@ -192,6 +192,7 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
       "--repetitions=" + std::to_string(options.repetitions);
   std::string limit = "--time-limit=" + std::to_string(options.timeLimit);
   SmallVector<StringRef> args{runner, warmup, repetitions, limit, dir};
+  llvm::outs().flush();
   int status = llvm::sys::ExecuteAndWait(runner, args, std::nullopt, {}, 0, 0,
                                          &error);
   if (status < 0) {
