@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # MLIR, lit, FileCheck
   clang-22 lld-22 libomp-22-dev                           # compiler, linker
+  libclang-rt-22-dev                                      # sanitizers, libFuzzer (scripts/fuzz.sh)
   cmake ninja-build                                        # build
   libgtest-dev libbenchmark-dev                            # tests, benchmarks
   libsqlite3-dev                                           # tuning database

@@ -66,8 +66,8 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
   MLIRContext *ctx = kernel.getContext();
   SmallString<256> dir(options.emitPackage);
   if (dir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-            "perfdojo-package", dir)) {
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("perfdojo-package", dir)) {
       llvm::errs() << "pd-run: cannot create a temporary folder: "
                    << ec.message() << "\n";
       return 1;
@@ -169,7 +169,8 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
     return 1;
   }
   llvm::outs() << "package " << dir << ": " << summary->launches
-               << (summary->launches == 1 ? " kernel launch, " : " kernel launches, ")
+               << (summary->launches == 1 ? " kernel launch, "
+                                          : " kernel launches, ")
                << llvm::sys::path::filename(summary->binaryPath) << " ("
                << summary->binaryBytes << " bytes), built in "
                << llvm::format("%.2f", summary->compileSeconds)
@@ -178,13 +179,12 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
     return 0;
 
   // Run it here: pd-gpu-run lives beside pd-run.
-  std::string self =
-      llvm::sys::fs::getMainExecutable(argv0, (void *)&runOnGPU);
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&runOnGPU);
   SmallString<256> runner(llvm::sys::path::parent_path(self));
   llvm::sys::path::append(runner, "pd-gpu-run");
   if (!llvm::sys::fs::can_execute(runner)) {
-    llvm::errs() << "pd-run: cannot find pd-gpu-run beside pd-run ('"
-                 << runner << "'); run the package with it by hand\n";
+    llvm::errs() << "pd-run: cannot find pd-gpu-run beside pd-run ('" << runner
+                 << "'); run the package with it by hand\n";
     return 1;
   }
   std::string warmup = "--warmup=" + std::to_string(options.warmup);
@@ -193,8 +193,8 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
   std::string limit = "--time-limit=" + std::to_string(options.timeLimit);
   SmallVector<StringRef> args{runner, warmup, repetitions, limit, dir};
   llvm::outs().flush();
-  int status = llvm::sys::ExecuteAndWait(runner, args, std::nullopt, {}, 0, 0,
-                                         &error);
+  int status =
+      llvm::sys::ExecuteAndWait(runner, args, std::nullopt, {}, 0, 0, &error);
   if (status < 0) {
     llvm::errs() << "pd-run: cannot run pd-gpu-run: " << error << "\n";
     return 1;

@@ -1,4 +1,5 @@
-//===- GPUTarget.h - pd-run --target=cuda|rocm -------------------*- C++ -*-===//
+//===- GPUTarget.h - pd-run --target=cuda|rocm -------------------*- C++
+//-*-===//
 
 #ifndef PERFDOJO_TOOLS_PDRUN_GPUTARGET_H
 #define PERFDOJO_TOOLS_PDRUN_GPUTARGET_H

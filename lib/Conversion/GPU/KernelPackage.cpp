@@ -85,11 +85,9 @@ static LogicalResult writeFile(StringRef path, StringRef contents,
   return success();
 }
 
-FailureOr<KernelPackageSummary>
-mlir::perfdojo::writeKernelPackage(KernelOp kernel, StringRef dir,
-                                   const KernelPackageOptions &options,
-                                   const PackageCheck &check,
-                                   std::string &error) {
+FailureOr<KernelPackageSummary> mlir::perfdojo::writeKernelPackage(
+    KernelOp kernel, StringRef dir, const KernelPackageOptions &options,
+    const PackageCheck &check, std::string &error) {
   MLIRContext *ctx = kernel.getContext();
   auto start = std::chrono::steady_clock::now();
   // Compile a copy: the caller's kernel stays as it is.
@@ -150,12 +148,10 @@ mlir::perfdojo::writeKernelPackage(KernelOp kernel, StringRef dir,
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
     launches.push_back(llvm::json::Object{
         {"function", launch.getKernelName().str()},
-        {"grid",
-         llvm::json::Array{constant(grid.x), constant(grid.y),
-                           constant(grid.z)}},
-        {"block",
-         llvm::json::Array{constant(block.x), constant(block.y),
-                           constant(block.z)}},
+        {"grid", llvm::json::Array{constant(grid.x), constant(grid.y),
+                                   constant(grid.z)}},
+        {"block", llvm::json::Array{constant(block.x), constant(block.y),
+                                    constant(block.z)}},
         {"shared_bytes", 0},
         {"args", std::move(args)},
     });
@@ -205,8 +201,8 @@ mlir::perfdojo::writeKernelPackage(KernelOp kernel, StringRef dir,
       {"version", kKernelPackageVersion},
       {"kernel", kernel.getSymName().str()},
       {"api", cuda ? "cuda" : "hip"},
-      {"chip", options.chip.empty() ? (cuda ? "sm_90" : "gfx942")
-                                    : options.chip},
+      {"chip",
+       options.chip.empty() ? (cuda ? "sm_90" : "gfx942") : options.chip},
       {"binary", binaryName},
       {"seed", int64_t(options.seed)},
       {"buffers", std::move(buffers)},
@@ -226,8 +222,8 @@ mlir::perfdojo::writeKernelPackage(KernelOp kernel, StringRef dir,
   summary.binaryPath = binaryPath.str().str();
   summary.binaryBytes = code.size();
   summary.launches = count;
-  summary.compileSeconds = std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
+  summary.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return summary;
 }

@@ -185,10 +185,9 @@ LogicalResult GPUKernelLowering::planLaunches() {
       launch.grid.push_back(scope);
       launch.blocks *= int64_t(scope.getSize());
       if (launch.blocks > std::numeric_limits<int32_t>::max())
-        return scope.emitError()
-               << "the grid scopes need " << launch.blocks
-               << " blocks or more, more than the " << INT32_MAX
-               << " a launch may have";
+        return scope.emitError() << "the grid scopes need " << launch.blocks
+                                 << " blocks or more, more than the "
+                                 << INT32_MAX << " a launch may have";
       Block &body = scope.getBodyBlock();
       if (!llvm::hasSingleElement(body))
         break;
@@ -253,16 +252,15 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
       placement[buffer] = Placement::Shared;
       if (used.empty())
         continue;
-      int64_t bytes = buffer.getStoredElementCount() *
-                      llvm::divideCeil(
-                          buffer.getElementType().getIntOrFloatBitWidth(), 8);
+      int64_t bytes =
+          buffer.getStoredElementCount() *
+          llvm::divideCeil(buffer.getElementType().getIntOrFloatBitWidth(), 8);
       sharedBytes[used.front()] += bytes;
       if (sharedBytes[used.front()] > maxShared)
         return buffer.emitError()
                << "the shared buffers of the kernel that uses '"
-               << buffer.getSymName() << "' need "
-               << sharedBytes[used.front()] << " bytes a block, more than "
-               << maxShared
+               << buffer.getSymName() << "' need " << sharedBytes[used.front()]
+               << " bytes a block, more than " << maxShared
                << "; shrink them (reuse_dims) or keep some in heap memory";
       continue;
     }
@@ -283,15 +281,14 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
         if (top == op || top->isProperAncestor(op))
           tops.insert(top);
     bool single = llvm::all_of(tops, [&](Operation *t) { return isSingle(t); });
-    bool oneThreadScope =
-        tops.size() == 1 && isThreadScope(tops.front()) &&
-        llvm::all_of(ops, [&](ComputeOp op) {
-          for (Operation *p = op->getParentOp(); p != tops.front();
-               p = p->getParentOp())
-            if (isThreadScope(p))
-              return false;
-          return true;
-        });
+    bool oneThreadScope = tops.size() == 1 && isThreadScope(tops.front()) &&
+                          llvm::all_of(ops, [&](ComputeOp op) {
+                            for (Operation *p = op->getParentOp();
+                                 p != tops.front(); p = p->getParentOp())
+                              if (isThreadScope(p))
+                                return false;
+                            return true;
+                          });
     if (single || oneThreadScope)
       placement[buffer] = Placement::Private;
   }
@@ -366,8 +363,8 @@ LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
   if (threads.range > 1) {
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         threads.rest, constantIndex(0));
-    guard = guard ? arith::AndIOp::create(b, loc, guard, first).getResult()
-                  : first;
+    guard =
+        guard ? arith::AndIOp::create(b, loc, guard, first).getResult() : first;
   }
   if (!guard)
     return lowerNode(*op);
@@ -526,7 +523,8 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
   SmallVector<Type> argumentTypes;
   for (BufferOp buffer : global)
     argumentTypes.push_back(storedType(buffer));
-  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto privateSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
   SmallVector<Type> workgroupTypes, privateTypes;
@@ -538,11 +536,10 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   loc = launch.root->getLoc();
-  std::string name =
-      (kernel.getSymName() + "_k" + std::to_string(index)).str();
-  auto func = gpu::GPUFuncOp::create(b, loc, name,
-                                     b.getFunctionType(argumentTypes, {}),
-                                     workgroupTypes, privateTypes);
+  std::string name = (kernel.getSymName() + "_k" + std::to_string(index)).str();
+  auto func =
+      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argumentTypes, {}),
+                             workgroupTypes, privateTypes);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   // Each global buffer is its own allocation: the arguments never overlap.
   for (unsigned i = 0; i < global.size(); ++i)
@@ -606,7 +603,8 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
 }
 
 LogicalResult GPUKernelLowering::run() {
-  if (failed(checkUnrolling()) || failed(planLaunches()) || failed(placeTemporaries()))
+  if (failed(checkUnrolling()) || failed(planLaunches()) ||
+      failed(placeTemporaries()))
     return failure();
   auto module = kernel->getParentOfType<ModuleOp>();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -632,12 +630,11 @@ LogicalResult GPUKernelLowering::run() {
     globalValues[buffer] = argument;
   SmallVector<Value> allocated;
   for (BufferOp buffer : kernel.getBuffers())
-    if (buffer.isTemporary() &&
-        placement.lookup(buffer) == Placement::Global) {
-      Value memref = gpu::AllocOp::create(host, loc, storedType(buffer),
-                                          Type(), ValueRange(), ValueRange(),
-                                          ValueRange())
-                         .getMemref();
+    if (buffer.isTemporary() && placement.lookup(buffer) == Placement::Global) {
+      Value memref =
+          gpu::AllocOp::create(host, loc, storedType(buffer), Type(),
+                               ValueRange(), ValueRange(), ValueRange())
+              .getMemref();
       globalValues[buffer] = memref;
       allocated.push_back(memref);
     }

@@ -6,8 +6,8 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir {
 namespace perfdojo {
@@ -137,8 +137,8 @@ struct CheckGPUExternalsPass
 };
 } // namespace
 
-void mlir::perfdojo::buildLowerToGPUPipeline(
-    OpPassManager &pm, GPUApi api, const LowerToGPUOptions &options) {
+void mlir::perfdojo::buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
+                                             const LowerToGPUOptions &options) {
   bool cuda = api == GPUApi::Cuda;
   ConvertPerfDojoToGPUOptions lowering;
   lowering.maxThreadsPerBlock = options.maxThreadsPerBlock;
@@ -178,9 +178,8 @@ void mlir::perfdojo::buildLowerToGPUPipeline(
     GpuNVVMAttachTargetOptions target;
     target.chip =
         options.chip.empty() ? std::string("sm_90") : options.chip.getValue();
-    target.features = options.features.empty()
-                          ? std::string("+ptx80")
-                          : options.features.getValue();
+    target.features = options.features.empty() ? std::string("+ptx80")
+                                               : options.features.getValue();
     target.optLevel = options.optLevel;
     pm.addPass(createGpuNVVMAttachTarget(target));
   } else {
@@ -198,7 +197,7 @@ void mlir::perfdojo::buildLowerToGPUPipeline(
                              : cuda                  ? std::string("isa")
                                                      : std::string("bin");
   binary.toolkitPath = !options.toolkit.empty() ? options.toolkit.getValue()
-                       : cuda ? std::string()
+                       : cuda                   ? std::string()
                               : std::string(PERFDOJO_ROCM_TOOLKIT);
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }

@@ -20,8 +20,7 @@ ScopeOp KernelEmitter::findExcessUnrolling(Operation *root) {
   root->walk([&](ComputeOp op) {
     int64_t n = 1;
     ScopeOp outermost;
-    for (Operation *p = op->getParentOp(); p && p != root;
-         p = p->getParentOp())
+    for (Operation *p = op->getParentOp(); p && p != root; p = p->getParentOp())
       if (auto scope = dyn_cast<ScopeOp>(p);
           scope && scope.getMapping() == Mapping::unroll) {
         n = std::min<int64_t>(n * int64_t(scope.getSize()),
@@ -70,9 +69,9 @@ LogicalResult KernelEmitter::lowerScope(ScopeOp scope) {
 
 scf::ForOp KernelEmitter::beginLoop(ScopeOp scope) {
   loc = scope.getLoc();
-  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
-                                 constantIndex(scope.getSize()),
-                                 constantIndex(1));
+  auto loop =
+      scf::ForOp::create(b, loc, constantIndex(0),
+                         constantIndex(scope.getSize()), constantIndex(1));
   if (scope.getMapping() == Mapping::unroll)
     unrolled.push_back(loop);
   b.setInsertionPoint(loop.getBody()->getTerminator());
@@ -93,8 +92,7 @@ LogicalResult KernelEmitter::checkUnrolling() {
     return excess.emitError()
            << "the unrolled scopes would copy the kernel's operations more "
               "than "
-           << kMaxUnrolledCopies << " times in all, which the "
-           << targetName()
+           << kMaxUnrolledCopies << " times in all, which the " << targetName()
            << " lowering refuses (compiling that much code takes minutes); "
               "unroll fewer or smaller scopes";
   return success();
@@ -246,8 +244,8 @@ void KernelEmitter::store(ComputeOp op, Value value) {
   auto storeScalar = [&](Value v, int64_t lane) {
     SmallVector<Value> at = indices(out, lane);
     if (reduce)
-      v = binary(getCombiner(reduction), memref::LoadOp::create(b, loc, memref, at),
-                 v, type);
+      v = binary(getCombiner(reduction),
+                 memref::LoadOp::create(b, loc, memref, at), v, type);
     memref::StoreOp::create(b, loc, v, memref, at);
   };
   if (!lanes.active)
@@ -256,10 +254,10 @@ void KernelEmitter::store(ComputeOp op, Value value) {
   case Pattern::Contiguous: {
     SmallVector<Value> at = indices(out, 0);
     if (reduce)
-      value = binary(getCombiner(reduction),
-                     emitVectorLoad(cast<VectorType>(value.getType()), memref,
-                                    at, out),
-                     value, type);
+      value = binary(
+          getCombiner(reduction),
+          emitVectorLoad(cast<VectorType>(value.getType()), memref, at, out),
+          value, type);
     emitVectorStore(value, memref, at, out, reduce);
     return;
   }

@@ -1,4 +1,5 @@
-//===- KernelPackage.h - Compiled GPU candidates as folders ------*- C++ -*-===//
+//===- KernelPackage.h - Compiled GPU candidates as folders ------*- C++
+//-*-===//
 //
 // The builder half of PerfDojo's GPU evaluation (TVM MetaSchedule's
 // builder/runner split): a kernel is compiled here, where LLVM and MLIR

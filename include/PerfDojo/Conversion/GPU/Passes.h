@@ -1,4 +1,5 @@
-//===- Passes.h - Lowering perfdojo kernels for GPUs -------------*- C++ -*-===//
+//===- Passes.h - Lowering perfdojo kernels for GPUs -------------*- C++
+//-*-===//
 //
 // `convert-perfdojo-to-gpu` turns kernels into gpu.func kernels and a host
 // function that launches them; `pd-lower-to-nvvm` and `pd-lower-to-rocdl`

@@ -119,8 +119,8 @@ protected:
   void store(ComputeOp op, Value value);
   /// The contiguous vector load and store of the lanes; a target may add
   /// alignment or non-temporal hints.
-  virtual Value emitVectorLoad(VectorType type, Value memref,
-                               ValueRange at, AccessAttr access);
+  virtual Value emitVectorLoad(VectorType type, Value memref, ValueRange at,
+                               AccessAttr access);
   virtual void emitVectorStore(Value value, Value memref, ValueRange at,
                                AccessAttr access, bool reduce);
 
@@ -142,9 +142,7 @@ protected:
   Value reduceLanes(Value value, Reduction reduction, Type type);
 
   BufferOp bufferOf(StringRef array) { return buffers.lookup(array); }
-  Type elementType(StringRef array) {
-    return bufferOf(array).getElementType();
-  }
+  Type elementType(StringRef array) { return bufferOf(array).getElementType(); }
   /// Makes every array of `buffer` refer to `memref`.
   void bindArrays(BufferOp buffer, Value memref) {
     for (StringRef array : buffer.getArrays().getAsValueRange<StringAttr>())
