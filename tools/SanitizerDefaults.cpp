@@ -15,7 +15,14 @@ extern "C" {
 /// same allocators, so a slab one poisons the other never unpoisons: every
 /// tool would stop with a false "use-after-poison" in MLIRContext's
 /// constructor. Heap, stack and global checks are unaffected.
-const char *__asan_default_options() { return "allow_user_poisoning=0"; }
+///
+/// use_sigaltstack=0: LLVM's signal handlers (InitLLVM) install their own
+/// alternate signal stack on every thread; when a thread ends, ASan would
+/// unmap the stack it believes it installed and dies with "unable to
+/// unmmap" (EINVAL), as the tools' large-stack worker threads did.
+const char *__asan_default_options() {
+  return "allow_user_poisoning=0:use_sigaltstack=0";
+}
 
 /// Reports name the failing check and print the stack of the faulting call.
 const char *__ubsan_default_options() { return "print_stacktrace=1"; }
