@@ -11,6 +11,7 @@
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/GPUEmulator.h"
 #include "PerfDojo/Search/Interpreter.h"
 #include "PerfDojo/Search/Machine.h"
 #include "llvm/Support/JSON.h"
@@ -124,7 +125,10 @@ static cl::opt<std::string> target(
     cl::desc("where to run: 'cpu' (the interpreter, and with --jit this "
              "CPU), 'cuda' or 'rocm': build a kernel package (PTX or HSACO, "
              "checked against the interpreter's outputs or the untransformed "
-             "program) and run it with pd-gpu-run on this machine's GPU"),
+             "program) and run it with pd-gpu-run on this machine's GPU; "
+             "'gpu-emulator': run the GPU lowering's kernels on this CPU "
+             "(each block's threads as OS threads with real barriers) and "
+             "check them against the interpreter, for small shapes"),
     cl::init("cpu"), cl::cat(gpuCategory));
 static cl::opt<std::string> emitPackage(
     "emit-package",
@@ -149,6 +153,26 @@ static cl::opt<uint64_t> maxExpectedMiB(
              "(as float64) go into the package as an evenly spread sample "
              "of 65536 values each"),
     cl::init(32), cl::cat(gpuCategory));
+
+/// --target=gpu-emulator: the GPU lowering's kernels run on this CPU and
+/// checked against the interpreter.
+static int runGPUEmulator(KernelOp kernel, const Interpreter *interpreted) {
+  GPUEmulatorOptions options;
+  options.seed = seed;
+  options.fpContract = fpContract;
+  EvaluationResult result =
+      emulateGPU(kernel, options, interpreted, tolerance);
+  llvm::outs() << "gpu-emulator " << kernel.getSymName() << ": ";
+  if (!result.ok()) {
+    llvm::outs() << stringifyEvaluationStatus(result.status) << ": "
+                 << result.reason << "\n";
+    return 1;
+  }
+  llvm::outs() << "ok; max error " << llvm::format("%.3g", result.maxError)
+               << " (tolerance " << llvm::format("%g", tolerance.getValue())
+               << ")\n";
+  return 0;
+}
 
 /// --target=cuda|rocm: the package, and its run when not only emitted.
 static int runGPUTarget(KernelOp kernel, const Interpreter *interpreted,
@@ -330,13 +354,21 @@ static int runTool(int argc, char **argv) {
       argc, argv,
       "pd-run: load a PerfDojo kernel, interpret it and summarize its "
       "outputs\n");
-  if (target != "cpu" && target != "cuda" && target != "rocm") {
-    llvm::errs() << "pd-run: --target must be 'cpu', 'cuda' or 'rocm', not '"
+  if (target != "cpu" && target != "cuda" && target != "rocm" &&
+      target != "gpu-emulator") {
+    llvm::errs() << "pd-run: --target must be 'cpu', 'cuda', 'rocm' or "
+                    "'gpu-emulator', not '"
                  << target << "'\n";
     return 1;
   }
-  bool gpu = target != "cpu";
-  if (gpu && jit) {
+  bool emulate = target == "gpu-emulator";
+  if (emulate && (noInterpret || !interpret)) {
+    llvm::errs() << "pd-run: --target=gpu-emulator checks against the "
+                    "interpreter; it cannot be combined with --no-interpret\n";
+    return 1;
+  }
+  bool gpu = target == "cuda" || target == "rocm";
+  if ((gpu || emulate) && jit) {
     llvm::errs() << "pd-run: --jit compiles for this CPU; it cannot be "
                     "combined with --target="
                  << target << "\n";
@@ -460,5 +492,7 @@ static int runTool(int argc, char **argv) {
   }
   if (gpu)
     return runGPUTarget(kernel, interp->get(), argv[0]);
+  if (emulate)
+    return runGPUEmulator(kernel, interp->get());
   return jit ? runCompiled(kernel, interp->get()) : 0;
 }

@@ -13,6 +13,7 @@
 #define PERFDOJO_SEARCH_EVALUATOR_H
 
 #include "PerfDojo/Search/Interpreter.h"
+#include "mlir/IR/BuiltinOps.h"
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +93,11 @@ struct EvaluationResult {
   double minimum() const;
   double maximum() const;
 };
+
+/// An ExecutionEngine for `module` (in the LLVM dialect), optimized at -O3
+/// for this CPU's features; fails with `error` set.
+FailureOr<std::unique_ptr<ExecutionEngine>>
+createHostEngine(ModuleOp module, std::string &error);
 
 /// A kernel compiled for this CPU.
 class CompiledKernel {

@@ -85,6 +85,32 @@ static LogicalResult writeFile(StringRef path, StringRef contents,
   return success();
 }
 
+SmallVector<LaunchPlan> mlir::perfdojo::readLaunchPlan(ModuleOp module,
+                                                       StringRef name) {
+  SmallVector<LaunchPlan> plan;
+  auto host = module.lookupSymbol<func::FuncOp>(name);
+  if (!host)
+    return plan;
+  auto constant = [](Value v) { return getConstantIntValue(v).value_or(0); };
+  host.walk([&](gpu::LaunchFuncOp launch) {
+    LaunchPlan entry;
+    entry.function = launch.getKernelName().str();
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    entry.grid[0] = constant(grid.x);
+    entry.grid[1] = constant(grid.y);
+    entry.grid[2] = constant(grid.z);
+    entry.block[0] = constant(block.x);
+    entry.block[1] = constant(block.y);
+    entry.block[2] = constant(block.z);
+    if (auto names = launch->getAttrOfType<ArrayAttr>("perfdojo.args"))
+      for (auto arg : names.getAsValueRange<StringAttr>())
+        entry.args.push_back(arg.str());
+    plan.push_back(std::move(entry));
+  });
+  return plan;
+}
+
 FailureOr<KernelPackageSummary> mlir::perfdojo::writeKernelPackage(
     KernelOp kernel, StringRef dir, const KernelPackageOptions &options,
     const PackageCheck &check, std::string &error) {
@@ -138,24 +164,16 @@ FailureOr<KernelPackageSummary> mlir::perfdojo::writeKernelPackage(
     return failure();
   }
   llvm::json::Array launches;
-  auto constant = [](Value v) { return getConstantIntValue(v).value_or(0); };
-  host.walk([&](gpu::LaunchFuncOp launch) {
-    llvm::json::Array args;
-    if (auto names = launch->getAttrOfType<ArrayAttr>("perfdojo.args"))
-      for (auto name : names.getAsValueRange<StringAttr>())
-        args.push_back(name.str());
-    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
-    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  for (const LaunchPlan &launch : readLaunchPlan(*module, kernel.getSymName()))
     launches.push_back(llvm::json::Object{
-        {"function", launch.getKernelName().str()},
-        {"grid", llvm::json::Array{constant(grid.x), constant(grid.y),
-                                   constant(grid.z)}},
-        {"block", llvm::json::Array{constant(block.x), constant(block.y),
-                                    constant(block.z)}},
+        {"function", launch.function},
+        {"grid",
+         llvm::json::Array{launch.grid[0], launch.grid[1], launch.grid[2]}},
+        {"block",
+         llvm::json::Array{launch.block[0], launch.block[1], launch.block[2]}},
         {"shared_bytes", 0},
-        {"args", std::move(args)},
+        {"args", llvm::json::Array(launch.args)},
     });
-  });
 
   llvm::json::Array buffers;
   for (BufferOp buffer : kernel.getBuffers()) {

@@ -1,6 +1,7 @@
 //===- Evaluator.cpp - Compile, run, check and time a kernel --------------===//
 
 #include "PerfDojo/Search/Evaluator.h"
+#include "ElementFormat.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -88,117 +89,46 @@ public:
   size_t bytes;
 };
 
-unsigned byteWidth(Type type) { return type.getIntOrFloatBitWidth() / 8; }
-
-int64_t elementCount(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-/// How a buffer's elements are stored, decided once per buffer so that the
-/// loops over millions of elements do not inspect the type each time.
-struct ElementFormat {
-  enum Kind { F64, F32, F16, Int } kind;
-  /// Bytes per element.
-  unsigned width;
-  /// For F16: the 16-bit format (IEEE half or bfloat).
-  const llvm::fltSemantics *semantics = nullptr;
-
-  static ElementFormat of(Type type) {
-    unsigned width = byteWidth(type);
-    auto f = dyn_cast<FloatType>(type);
-    if (!f)
-      return {Int, width};
-    if (f.isF64())
-      return {F64, width};
-    if (f.isF32())
-      return {F32, width};
-    return {F16, width, &f.getFloatSemantics()};
-  }
-
-  /// Stores `value` (floats) or `integer` (integers) at `at`.
-  void store(char *at, double value, int64_t integer) const {
-    switch (kind) {
-    case F64:
-      std::memcpy(at, &value, 8);
-      return;
-    case F32: {
-      float v = static_cast<float>(value);
-      std::memcpy(at, &v, 4);
-      return;
-    }
-    case F16: {
-      bool lost;
-      llvm::APFloat v(value);
-      v.convert(*semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
-      uint16_t bits = v.bitcastToAPInt().getZExtValue();
-      std::memcpy(at, &bits, 2);
-      return;
-    }
-    case Int:
-      std::memcpy(at, &integer, width); // little-endian truncation
-      return;
-    }
-  }
-
-  /// Reads the element at `at` as a double.
-  double load(const char *at) const {
-    switch (kind) {
-    case F64: {
-      double v;
-      std::memcpy(&v, at, 8);
-      return v;
-    }
-    case F32: {
-      float v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case F16: {
-      uint16_t bits;
-      std::memcpy(&bits, at, 2);
-      llvm::APFloat v(*semantics, llvm::APInt(16, bits));
-      bool lost;
-      v.convert(llvm::APFloat::IEEEdouble(),
-                llvm::APFloat::rmNearestTiesToEven, &lost);
-      return v.convertToDouble();
-    }
-    case Int:
-      switch (width) {
-      case 1: {
-        int8_t v;
-        std::memcpy(&v, at, 1);
-        return v;
-      }
-      case 2: {
-        int16_t v;
-        std::memcpy(&v, at, 2);
-        return v;
-      }
-      case 4: {
-        int32_t v;
-        std::memcpy(&v, at, 4);
-        return v;
-      }
-      default: {
-        int64_t v;
-        std::memcpy(&v, at, 8);
-        return static_cast<double>(v);
-      }
-      }
-    }
-    llvm_unreachable("unknown element format");
-  }
-};
-
 std::string describeSignal(int signal) {
   const char *name = strsignal(signal);
   return "killed by signal " + std::to_string(signal) + " (" +
          (name ? name : "unknown") + ")";
 }
 } // namespace
+
+FailureOr<std::unique_ptr<ExecutionEngine>>
+mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "cannot target this CPU: " + toString(builder.takeError());
+    return failure();
+  }
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    error = "cannot target this CPU: " + toString(machine.takeError());
+    return failure();
+  }
+  auto transformer = makeOptimizingTransformer(3, 0, machine->get());
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  engineOptions.enableGDBNotificationListener = false;
+  engineOptions.enablePerfNotificationListener = false;
+  auto engine =
+      ExecutionEngine::create(module, engineOptions, std::move(*machine));
+  if (!engine) {
+    error = "JIT compilation failed: " + toString(engine.takeError());
+    return failure();
+  }
+  return std::move(*engine);
+}
 
 SmallVector<CompiledKernel::Buffer>
 CompiledKernel::getParameters(KernelOp kernel) {
@@ -220,13 +150,6 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
     result.reason = std::move(reason);
     return failure();
   };
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-
   std::unique_ptr<CompiledKernel> compiled(new CompiledKernel());
   compiled->buffers = getParameters(kernel);
 
@@ -256,23 +179,10 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
       return fail("lowering failed: " + diagnostics);
   }
 
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return fail("cannot target this CPU: " + toString(builder.takeError()));
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto machine = builder->createTargetMachine();
-  if (!machine)
-    return fail("cannot target this CPU: " + toString(machine.takeError()));
-  auto transformer = makeOptimizingTransformer(3, 0, machine->get());
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
-  auto engine =
-      ExecutionEngine::create(*module, engineOptions, std::move(*machine));
-  if (!engine)
-    return fail("JIT compilation failed: " + toString(engine.takeError()));
+  std::string error;
+  auto engine = createHostEngine(*module, error);
+  if (failed(engine))
+    return fail(error);
   compiled->engine = std::move(*engine);
   auto entry = compiled->engine->lookupPacked(
       ("_mlir_ciface_" + kernel.getSymName()).str());

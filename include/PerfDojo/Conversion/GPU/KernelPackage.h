@@ -70,6 +70,18 @@ struct KernelPackageSummary {
   double compileSeconds = 0;
 };
 
+/// One kernel launch of a lowered kernel's host function.
+struct LaunchPlan {
+  std::string function;
+  int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  /// The buffers passed, by name (`perfdojo.args`).
+  SmallVector<std::string> args;
+};
+
+/// The launches, in order, of the host function `name` that
+/// `convert-perfdojo-to-gpu` made in `module`.
+SmallVector<LaunchPlan> readLaunchPlan(ModuleOp module, StringRef name);
+
 /// Compiles `kernel` for the GPU with `pd-lower-to-nvvm` or
 /// `pd-lower-to-rocdl` and writes its package into `dir` (created if
 /// needed). `kernel` is not modified. Fails with a diagnostic (lowering

@@ -100,4 +100,31 @@ def CheckGPUExternals : Pass<"pd-check-gpu-externals", "::mlir::ModuleOp"> {
   }];
 }
 
+def EmulateGPUOnHost : Pass<"pd-gpu-emulate-on-host", "::mlir::ModuleOp"> {
+  let summary = "Turn gpu.func kernels into host functions of a block and a thread, for the GPU emulator";
+  let description = [{
+    The GPU emulator (`pd-run --target=gpu-emulator`) runs the output of
+    `convert-perfdojo-to-gpu` on the CPU, to check the GPU lowering where
+    no GPU is. This pass makes each `gpu.func @k` of a `gpu.module` a
+    `func.func @k` (with `llvm.emit_c_interface`) taking the kernel's
+    arguments, then one memref per workgroup attribution (the block's
+    shared memory, which the emulator allocates), then the block and
+    thread indices: `gpu.block_id x` and `gpu.thread_id x` become those
+    two arguments, `gpu.barrier` a call to `perfdojo_gpu_barrier` (which
+    the emulator provides: a barrier of the block's threads), private
+    attributions `memref.alloca`s. The `gpu.module`s and the host
+    functions that launch them are erased: the emulator reads the launch
+    plan first. The result lowers with `pd-lower-to-llvm`.
+
+    ```mlir
+    gpu.func @k(%x: memref<64xf32>) workgroup(%s : memref<64xf32, 3>) kernel
+    // becomes
+    func.func @k(%x: memref<64xf32>, %s: memref<64xf32>, %block: index,
+                 %thread: index) attributes {llvm.emit_c_interface}
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // PERFDOJO_CONVERSION_GPU_PASSES_TD

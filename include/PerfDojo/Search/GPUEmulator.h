@@ -1,0 +1,41 @@
+//===- GPUEmulator.h - Run the GPU lowering's kernels on the CPU -*- C++
+//-*-===//
+//
+// Checks the GPU lowering where no GPU is: the kernels that
+// convert-perfdojo-to-gpu makes are turned into host functions of a block
+// and a thread (pd-gpu-emulate-on-host), JIT-compiled for this CPU, and
+// launched in the launch plan's order: the blocks of a launch one after
+// another, the threads of a block as concurrent OS threads that meet at
+// real barriers, shared memory one allocation a block. A missing guard,
+// a wrong thread decomposition or a misplaced private or shared buffer
+// gives wrong outputs here as on a GPU; a missing barrier may (the threads
+// are scheduled by the OS). Not for timing, and for small shapes only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_SEARCH_GPUEMULATOR_H
+#define PERFDOJO_SEARCH_GPUEMULATOR_H
+
+#include "PerfDojo/Search/Evaluator.h"
+
+namespace mlir {
+namespace perfdojo {
+
+struct GPUEmulatorOptions {
+  uint64_t seed = 1;
+  /// The most thread runs (blocks x threads, over all launches) emulated.
+  int64_t maxThreadRuns = int64_t(1) << 22;
+  int64_t maxThreadsPerBlock = 1024, maxSharedBytes = 49152;
+  bool fpContract = true;
+};
+
+/// Emulates `kernel` as lowered for a GPU, on the seeded inputs; compares
+/// its outputs with `reference` when given. The result's status says
+/// whether it could be compiled and whether the outputs match.
+EvaluationResult emulateGPU(KernelOp kernel, const GPUEmulatorOptions &options,
+                            const Interpreter *reference, double tolerance);
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_SEARCH_GPUEMULATOR_H

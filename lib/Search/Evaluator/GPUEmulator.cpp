@@ -1,0 +1,234 @@
+//===- GPUEmulator.cpp - Run the GPU lowering's kernels on the CPU --------===//
+
+#include "PerfDojo/Search/GPUEmulator.h"
+#include "ElementFormat.h"
+#include "PerfDojo/Conversion/GPU/KernelPackage.h"
+#include "PerfDojo/Conversion/GPU/Passes.h"
+#include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ADT/StringMap.h"
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+namespace {
+/// The threads of one block meet here (a generation-counting barrier).
+class BlockBarrier {
+public:
+  explicit BlockBarrier(unsigned count) : count(count) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    uint64_t generation = this->generation;
+    if (++waiting == count) {
+      waiting = 0;
+      ++this->generation;
+      ready.notify_all();
+      return;
+    }
+    ready.wait(lock, [&] { return this->generation != generation; });
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable ready;
+  unsigned count, waiting = 0;
+  uint64_t generation = 0;
+};
+
+thread_local BlockBarrier *currentBarrier = nullptr;
+
+/// `perfdojo_gpu_barrier`, called by the emulated kernels.
+extern "C" void perfdojoGPUBarrier() {
+  if (currentBarrier)
+    currentBarrier->wait();
+}
+
+/// A buffer of the emulated GPU's memory and its memref descriptor.
+struct Memory {
+  std::vector<char> bytes;
+  std::vector<int64_t> descriptor;
+  void *pointer = nullptr;
+
+  Memory(ArrayRef<int64_t> stored, unsigned width) {
+    int64_t count = elementCount(stored);
+    bytes.assign(std::max<int64_t>(count * width, 1) + 64, 0);
+    // 64-byte aligned, as the runtimes' allocations are (at least).
+    char *base = bytes.data();
+    char *aligned = base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+    descriptor = {reinterpret_cast<int64_t>(aligned),
+                  reinterpret_cast<int64_t>(aligned), 0};
+    descriptor.insert(descriptor.end(), stored.begin(), stored.end());
+    std::vector<int64_t> strides(stored.size(), 1);
+    for (int i = int(stored.size()) - 2; i >= 0; --i)
+      strides[i] = strides[i + 1] * stored[i + 1];
+    descriptor.insert(descriptor.end(), strides.begin(), strides.end());
+    pointer = descriptor.data();
+  }
+  char *data() const { return reinterpret_cast<char *>(descriptor[1]); }
+};
+} // namespace
+
+EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
+                                            const GPUEmulatorOptions &options,
+                                            const Interpreter *reference,
+                                            double tolerance) {
+  EvaluationResult result;
+  auto fail = [&](EvaluationStatus status, std::string reason) {
+    result.status = status;
+    result.reason = std::move(reason);
+    return result;
+  };
+  MLIRContext *ctx = kernel.getContext();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  registerOpenMPDialectTranslation(*ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
+  module->getBody()->push_back(kernel->clone());
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    if (!diagnostics.empty())
+      os << "; ";
+    os << diag.getLocation() << ": " << diag.str();
+    return success();
+  });
+
+  // The GPU lowering, as for a GPU.
+  PassManager gpu(ctx, ModuleOp::getOperationName());
+  ConvertPerfDojoToGPUOptions lowering;
+  lowering.maxThreadsPerBlock = options.maxThreadsPerBlock;
+  lowering.maxSharedBytes = options.maxSharedBytes;
+  lowering.fpContract = options.fpContract;
+  gpu.addPass(createConvertPerfDojoToGPU(lowering));
+  if (failed(gpu.run(*module)))
+    return fail(EvaluationStatus::CompileError,
+                "GPU lowering failed: " + diagnostics);
+  SmallVector<LaunchPlan> plan = readLaunchPlan(*module, kernel.getSymName());
+  llvm::StringMap<SmallVector<MemRefType>> workgroups;
+  module->walk([&](gpu::GPUFuncOp func) {
+    for (BlockArgument shared : func.getWorkgroupAttributions())
+      workgroups[func.getName()].push_back(cast<MemRefType>(shared.getType()));
+  });
+  int64_t runs = 0;
+  for (const LaunchPlan &launch : plan)
+    runs += launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.block[0] *
+            launch.block[1] * launch.block[2];
+  if (runs > options.maxThreadRuns)
+    return fail(EvaluationStatus::CompileError,
+                "the kernel needs " + std::to_string(runs) +
+                    " thread runs, more than the " +
+                    std::to_string(options.maxThreadRuns) +
+                    " the emulator takes; emulate a smaller shape");
+
+  // The kernels as host functions, for this CPU.
+  PassManager host(ctx, ModuleOp::getOperationName());
+  host.addPass(createEmulateGPUOnHost());
+  buildLowerToLLVMPipeline(host, LowerToLLVMOptions());
+  if (failed(host.run(*module)))
+    return fail(EvaluationStatus::CompileError,
+                "lowering the emulated kernels failed: " + diagnostics);
+  std::string error;
+  auto engine = createHostEngine(*module, error);
+  if (failed(engine))
+    return fail(EvaluationStatus::CompileError, error);
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("perfdojo_gpu_barrier")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&perfdojoGPUBarrier),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+
+  // The GPU's global memory: every buffer not placed in shared or private
+  // memory, inputs drawn as every evaluator draws them.
+  llvm::StringMap<std::unique_ptr<Memory>> global;
+  InputGenerator generator(options.seed);
+  for (BufferOp buffer : kernel.getBuffers()) {
+    SmallVector<int64_t> stored;
+    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+      stored.push_back(buffer.getStoredExtent(d));
+    unsigned width = byteWidth(buffer.getElementType());
+    auto memory = std::make_unique<Memory>(stored, width);
+    if (buffer.isInput()) {
+      ElementFormat format = ElementFormat::of(buffer.getElementType());
+      bool fp = format.kind != ElementFormat::Int;
+      for (int64_t i = 0, e = elementCount(stored); i < e; ++i) {
+        double f = fp ? generator.nextFloat() : 0;
+        int64_t n = fp ? 0 : generator.nextInt();
+        format.store(memory->data() + i * width, f, n);
+      }
+    }
+    global[buffer.getSymName()] = std::move(memory);
+  }
+
+  for (const LaunchPlan &launch : plan) {
+    auto entry = (*engine)->lookupPacked("_mlir_ciface_" + launch.function);
+    if (!entry)
+      return fail(EvaluationStatus::CompileError,
+                  "the emulated kernel '" + launch.function +
+                      "' has no entry point: " + toString(entry.takeError()));
+    void (*function)(void **) = *entry;
+    std::vector<std::unique_ptr<Memory>> shared;
+    for (MemRefType type : workgroups.lookup(launch.function))
+      shared.push_back(std::make_unique<Memory>(
+          type.getShape(), byteWidth(type.getElementType())));
+    int64_t blocks = launch.grid[0] * launch.grid[1] * launch.grid[2];
+    unsigned threads = launch.block[0] * launch.block[1] * launch.block[2];
+    BlockBarrier barrier(threads);
+    auto work = [&](int64_t thread) {
+      currentBarrier = &barrier;
+      std::vector<void *> pointers;
+      for (const std::string &arg : launch.args)
+        pointers.push_back(global.find(arg)->second->pointer);
+      for (const auto &memory : shared)
+        pointers.push_back(memory->pointer);
+      int64_t block = 0;
+      std::vector<void *> arguments;
+      for (void *&p : pointers)
+        arguments.push_back(&p);
+      arguments.push_back(&block);
+      arguments.push_back(&thread);
+      for (; block < blocks; ++block) {
+        function(arguments.data());
+        // The next block reuses the shared memory.
+        barrier.wait();
+      }
+      currentBarrier = nullptr;
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back(work, int64_t(t));
+    for (std::thread &t : pool)
+      t.join();
+  }
+
+  for (BufferOp buffer : kernel.getBuffers()) {
+    if (!buffer.isOutput())
+      continue;
+    OutputData out;
+    out.name = buffer.getSymName().str();
+    out.shape.assign(buffer.getShape().begin(), buffer.getShape().end());
+    Type type = buffer.getElementType();
+    out.isFloat = isa<FloatType>(type);
+    if (auto f = dyn_cast<FloatType>(type))
+      out.roundoff = std::ldexp(1.0, -int(f.getFPMantissaWidth()));
+    ElementFormat format = ElementFormat::of(type);
+    unsigned width = byteWidth(type);
+    const char *data = global.find(out.name)->second->data();
+    int64_t count = elementCount(out.shape);
+    out.values.resize(count);
+    for (int64_t i = 0; i < count; ++i)
+      out.values[i] = format.load(data + i * width);
+    result.outputs.push_back(std::move(out));
+  }
+  if (reference)
+    compareWithReference(*reference, tolerance, result);
+  return result;
+}
