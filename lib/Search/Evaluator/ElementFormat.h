@@ -10,7 +10,9 @@
 #ifndef PERFDOJO_LIB_SEARCH_EVALUATOR_ELEMENTFORMAT_H
 #define PERFDOJO_LIB_SEARCH_EVALUATOR_ELEMENTFORMAT_H
 
+#include "PerfDojo/Search/Evaluator.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/APFloat.h"
 #include <cstring>
 
@@ -122,6 +124,44 @@ struct ElementFormat {
     }
     llvm_unreachable("unknown element format");
   }
+};
+
+/// The output `name` of element `type` and `shape`, stored row-major at
+/// `data`, as doubles.
+inline OutputData readOutput(StringRef name, ArrayRef<int64_t> shape, Type type,
+                             const char *data) {
+  OutputData out;
+  out.name = name.str();
+  out.shape.assign(shape.begin(), shape.end());
+  out.isFloat = isa<FloatType>(type);
+  if (auto f = dyn_cast<FloatType>(type))
+    out.roundoff = std::ldexp(1.0, -int(f.getFPMantissaWidth()));
+  int64_t count = elementCount(shape);
+  unsigned width = byteWidth(type);
+  out.values.resize(count);
+  ElementFormat format = ElementFormat::of(type);
+  for (int64_t i = 0; i < count; ++i)
+    out.values[i] = format.load(data + i * width);
+  return out;
+}
+
+/// Collects the diagnostics emitted while it lives as one line
+/// ("loc: message; loc: message"), for an evaluation's failure reason.
+class DiagnosticText {
+public:
+  explicit DiagnosticText(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(text);
+          if (!text.empty())
+            os << "; ";
+          os << diag.getLocation() << ": " << diag.str();
+          return success();
+        }) {}
+  const std::string &str() const { return text; }
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
 };
 
 } // namespace perfdojo

@@ -161,22 +161,15 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   // Lower a copy in a module of its own.
   OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
   module->getBody()->push_back(kernel->clone());
-  std::string diagnostics;
   {
-    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-      llvm::raw_string_ostream os(diagnostics);
-      if (!diagnostics.empty())
-        os << "; ";
-      os << diag.getLocation() << ": " << diag.str();
-      return success();
-    });
+    DiagnosticText diagnostics(ctx);
     PassManager pm(ctx, ModuleOp::getOperationName());
     LowerToLLVMOptions lowering;
     lowering.streamingMinBytes = options.streamingMinBytes;
     lowering.fpContract = options.fpContract;
     buildLowerToLLVMPipeline(pm, lowering);
     if (failed(pm.run(*module)))
-      return fail("lowering failed: " + diagnostics);
+      return fail("lowering failed: " + diagnostics.str());
   }
 
   std::string error;
@@ -428,20 +421,9 @@ void RunArea::collect(pid_t child, const EvaluationOptions &options,
   for (const CompiledKernel::Buffer &buffer : buffers) {
     if (buffer.role != Role::out)
       continue;
-    OutputData out;
-    out.name = buffer.name;
-    out.shape = buffer.shape;
-    out.isFloat = isa<FloatType>(buffer.elementType);
-    if (auto f = dyn_cast<FloatType>(buffer.elementType))
-      out.roundoff = std::ldexp(1.0, -int(f.getFPMantissaWidth()));
-    int64_t count = elementCount(buffer.shape);
-    unsigned width = byteWidth(buffer.elementType);
-    out.values.resize(count);
-    ElementFormat format = ElementFormat::of(buffer.elementType);
-    for (int64_t i = 0; i < count; ++i)
-      out.values[i] = format.load(copied + i * width);
-    copied += count * width;
-    result.outputs.push_back(std::move(out));
+    result.outputs.push_back(
+        readOutput(buffer.name, buffer.shape, buffer.elementType, copied));
+    copied += elementCount(buffer.shape) * byteWidth(buffer.elementType);
   }
 }
 

@@ -91,14 +91,7 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   registerOpenMPDialectTranslation(*ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
   module->getBody()->push_back(kernel->clone());
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(diagnostics);
-    if (!diagnostics.empty())
-      os << "; ";
-    os << diag.getLocation() << ": " << diag.str();
-    return success();
-  });
+  DiagnosticText diagnostics(ctx);
 
   // The GPU lowering, as for a GPU.
   PassManager gpu(ctx, ModuleOp::getOperationName());
@@ -109,7 +102,7 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   gpu.addPass(createConvertPerfDojoToGPU(lowering));
   if (failed(gpu.run(*module)))
     return fail(EvaluationStatus::CompileError,
-                "GPU lowering failed: " + diagnostics);
+                "GPU lowering failed: " + diagnostics.str());
   SmallVector<LaunchPlan> plan = readLaunchPlan(*module, kernel.getSymName());
   llvm::StringMap<SmallVector<MemRefType>> workgroups;
   module->walk([&](gpu::GPUFuncOp func) {
@@ -133,7 +126,7 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   buildLowerToLLVMPipeline(host, LowerToLLVMOptions());
   if (failed(host.run(*module)))
     return fail(EvaluationStatus::CompileError,
-                "lowering the emulated kernels failed: " + diagnostics);
+                "lowering the emulated kernels failed: " + diagnostics.str());
   std::string error;
   auto engine = createHostEngine(*module, error);
   if (failed(engine))
@@ -212,21 +205,9 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   for (BufferOp buffer : kernel.getBuffers()) {
     if (!buffer.isOutput())
       continue;
-    OutputData out;
-    out.name = buffer.getSymName().str();
-    out.shape.assign(buffer.getShape().begin(), buffer.getShape().end());
-    Type type = buffer.getElementType();
-    out.isFloat = isa<FloatType>(type);
-    if (auto f = dyn_cast<FloatType>(type))
-      out.roundoff = std::ldexp(1.0, -int(f.getFPMantissaWidth()));
-    ElementFormat format = ElementFormat::of(type);
-    unsigned width = byteWidth(type);
-    const char *data = global.find(out.name)->second->data();
-    int64_t count = elementCount(out.shape);
-    out.values.resize(count);
-    for (int64_t i = 0; i < count; ++i)
-      out.values[i] = format.load(data + i * width);
-    result.outputs.push_back(std::move(out));
+    result.outputs.push_back(readOutput(
+        buffer.getSymName(), buffer.getShape(), buffer.getElementType(),
+        global.find(buffer.getSymName())->second->data()));
   }
   if (reference)
     compareWithReference(*reference, tolerance, result);
