@@ -23,9 +23,8 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 
-/// The first kernel of the file at `path`, parsed into `holder`.
-static KernelOp loadReference(StringRef path, MLIRContext *ctx,
-                              OwningOpRef<ModuleOp> &holder) {
+KernelOp mlir::perfdojo::loadFirstKernel(StringRef path, MLIRContext *ctx,
+                                         OwningOpRef<ModuleOp> &holder) {
   std::string error;
   auto file = mlir::openInputFile(path, &error);
   if (!file) {
@@ -91,7 +90,7 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
       if (b.role == Role::out)
         expectedBytes += 8 * uint64_t(b.getNumElements());
   if (!options.checkAgainst.empty()) {
-    reference = loadReference(options.checkAgainst, ctx, holder);
+    reference = loadFirstKernel(options.checkAgainst, ctx, holder);
     if (!reference)
       return 1;
     what = "'" + options.checkAgainst + "' compiled for the same GPU";

@@ -25,6 +25,11 @@ struct GPURunOptions {
   double timeLimit = 60;
 };
 
+/// The first kernel of the file at `path` (text form or MLIR), parsed into
+/// `holder`; null, with the errors printed, if there is none.
+KernelOp loadFirstKernel(StringRef path, MLIRContext *ctx,
+                         OwningOpRef<ModuleOp> &holder);
+
 /// Builds `kernel`'s package (checked against `interpreted` when given and
 /// small enough, else against --check-against or the kernel's original
 /// program) and, without --emit-package, runs it with the pd-gpu-run found

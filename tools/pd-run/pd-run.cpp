@@ -231,29 +231,15 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
     result = evaluate(kernel, options, reference, tolerance);
   } else {
     // The reference: another kernel, compiled, run once on the same inputs.
-    llvm::SourceMgr sourceMgr;
-    std::string error;
-    auto file = mlir::openInputFile(checkAgainst, &error);
-    if (!file) {
-      llvm::errs() << "pd-run: " << error << "\n";
+    OwningOpRef<ModuleOp> other;
+    KernelOp otherKernel =
+        loadFirstKernel(checkAgainst, kernel.getContext(), other);
+    if (!otherKernel)
       return 1;
-    }
-    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-    SourceMgrDiagnosticHandler handler(sourceMgr, kernel.getContext());
-    OwningOpRef<ModuleOp> other =
-        loadKernelFile(sourceMgr, checkAgainst, "", kernel.getContext());
-    if (!other)
-      return 1;
-    auto kernels = other->getOps<KernelOp>();
-    if (kernels.empty()) {
-      llvm::errs() << "pd-run: no perfdojo.kernel in '" << checkAgainst
-                   << "'\n";
-      return 1;
-    }
     EvaluationOptions once = options;
     once.warmup = 0;
     once.repetitions = 1;
-    EvaluationResult expected = evaluate(*kernels.begin(), once);
+    EvaluationResult expected = evaluate(otherKernel, once);
     if (!expected.ok()) {
       llvm::errs() << "pd-run: the reference kernel fails: "
                    << stringifyEvaluationStatus(expected.status) << ": "

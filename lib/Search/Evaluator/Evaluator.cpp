@@ -104,6 +104,11 @@ mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
     return true;
   }();
   (void)initialized;
+  // What translating the module to LLVM IR needs.
+  MLIRContext *ctx = module.getContext();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  registerOpenMPDialectTranslation(*ctx);
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) {
     error = "cannot target this CPU: " + toString(builder.takeError());
@@ -154,9 +159,6 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   compiled->buffers = getParameters(kernel);
 
   MLIRContext *ctx = kernel.getContext();
-  registerBuiltinDialectTranslation(*ctx);
-  registerLLVMDialectTranslation(*ctx);
-  registerOpenMPDialectTranslation(*ctx);
 
   // Lower a copy in a module of its own.
   OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());

@@ -7,9 +7,6 @@
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ADT/StringMap.h"
 #include <condition_variable>
 #include <mutex>
@@ -86,9 +83,6 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
     return result;
   };
   MLIRContext *ctx = kernel.getContext();
-  registerBuiltinDialectTranslation(*ctx);
-  registerLLVMDialectTranslation(*ctx);
-  registerOpenMPDialectTranslation(*ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
   module->getBody()->push_back(kernel->clone());
   DiagnosticText diagnostics(ctx);
