@@ -129,64 +129,46 @@ CUresult launchKernel(const std::string &name, long n, void **params) {
 
 extern "C" {
 
+/// The errors this driver returns: name and message, as CUDA spells them.
+static bool describeError(CUresult error, const char **name,
+                          const char **text) {
+  static const struct {
+    CUresult code;
+    const char *name, *text;
+  } errors[] = {
+      {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+      {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
+       "invalid argument"},
+      {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+      {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+       "no CUDA-capable device is detected"},
+      {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+       "invalid device ordinal"},
+      {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX",
+       "a PTX JIT compilation failed"},
+      {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+      {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+       "an illegal memory access was encountered"},
+  };
+  for (const auto &e : errors)
+    if (e.code == error) {
+      *name = e.name;
+      *text = e.text;
+      return true;
+    }
+  return false;
+}
+
 CUresult cuGetErrorName(CUresult error, const char **name) {
-  switch (error) {
-  case CUDA_SUCCESS:
-    *name = "CUDA_SUCCESS";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_VALUE:
-    *name = "CUDA_ERROR_INVALID_VALUE";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_OUT_OF_MEMORY:
-    *name = "CUDA_ERROR_OUT_OF_MEMORY";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NO_DEVICE:
-    *name = "CUDA_ERROR_NO_DEVICE";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_DEVICE:
-    *name = "CUDA_ERROR_INVALID_DEVICE";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_PTX:
-    *name = "CUDA_ERROR_INVALID_PTX";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NOT_FOUND:
-    *name = "CUDA_ERROR_NOT_FOUND";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_ILLEGAL_ADDRESS:
-    *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
-    return CUDA_SUCCESS;
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+  const char *text;
+  return describeError(error, name, &text) ? CUDA_SUCCESS
+                                           : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorString(CUresult error, const char **text) {
-  switch (error) {
-  case CUDA_SUCCESS:
-    *text = "no error";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_VALUE:
-    *text = "invalid argument";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_OUT_OF_MEMORY:
-    *text = "out of memory";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NO_DEVICE:
-    *text = "no CUDA-capable device is detected";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_DEVICE:
-    *text = "invalid device ordinal";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_PTX:
-    *text = "a PTX JIT compilation failed";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NOT_FOUND:
-    *text = "named symbol not found";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_ILLEGAL_ADDRESS:
-    *text = "an illegal memory access was encountered";
-    return CUDA_SUCCESS;
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+  const char *name;
+  return describeError(error, &name, text) ? CUDA_SUCCESS
+                                           : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuInit(unsigned) {
