@@ -9,6 +9,7 @@
 
 #include "GPUTarget.h"
 #include "PerfDojo/Conversion/TextForm.h"
+#include "PerfDojo/Search/ExpectedOutputs.h"
 #include "PerfDojo/Transforms/Move.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"
@@ -18,7 +19,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -84,64 +84,30 @@ int mlir::perfdojo::runOnGPU(KernelOp kernel, const Interpreter *interpreted,
   OwningOpRef<ModuleOp> holder;
   KernelOp reference;
   std::string error;
-  uint64_t expectedBytes = 0;
-  if (interpreted)
-    for (const BufferData &b : interpreted->getBuffers())
-      if (b.role == Role::out)
-        expectedBytes += 8 * uint64_t(b.getNumElements());
   if (!options.checkAgainst.empty()) {
     reference = loadFirstKernel(options.checkAgainst, ctx, holder);
     if (!reference)
       return 1;
     what = "'" + options.checkAgainst + "' compiled for the same GPU";
   } else if (interpreted) {
-    // Every expected value when they are few, else an evenly spread
-    // sample: a wrong kernel differs almost everywhere, and a package of a
-    // full-size kernel stays small enough to copy to a GPU machine.
-    bool sampled = expectedBytes > options.maxExpectedBytes;
     SmallString<256> expectedDir(dir);
     llvm::sys::path::append(expectedDir, "expected");
-    if (std::error_code ec = llvm::sys::fs::create_directories(expectedDir)) {
-      llvm::errs() << "pd-run: cannot create '" << expectedDir
-                   << "': " << ec.message() << "\n";
+    ExpectedOutputsOptions expectedOptions;
+    expectedOptions.maxBytes = options.maxExpectedBytes;
+    expectedOptions.sampleSize = options.sampleSize;
+    FailureOr<ExpectedOutputsSummary> written =
+        writeExpectedOutputs(interpreted->getBuffers(), expectedDir,
+                             "expected/", options.tolerance, expectedOptions,
+                             error);
+    if (failed(written)) {
+      llvm::errs() << "pd-run: " << error << "\n";
       return 1;
     }
-    for (const BufferData &b : interpreted->getBuffers()) {
-      if (b.role != Role::out)
-        continue;
-      PackageCheck::Expected expected;
-      expected.values = "expected/" + b.name + ".npy";
-      SmallVector<int64_t> sample;
-      if (sampled) {
-        int64_t n = b.getNumElements();
-        int64_t count = std::min<int64_t>(n, options.sampleSize);
-        for (int64_t i = 0; i < count; ++i)
-          sample.push_back(count > 1 ? i * (n - 1) / (count - 1) : 0);
-        expected.indices = "expected/" + b.name + ".indices.npy";
-        for (int64_t i = 0; i < int64_t(b.written.size()); ++i)
-          if (double v = std::fabs(b.getAsDouble(i)); std::isfinite(v))
-            expected.scale = std::max(expected.scale, v);
-      }
-      SmallString<256> path(dir);
-      llvm::sys::path::append(path, expected.values);
-      if (failed(writeNpy(b, path, error, sample))) {
-        llvm::errs() << "pd-run: " << error << "\n";
-        return 1;
-      }
-      if (sampled) {
-        SmallString<256> indices(dir);
-        llvm::sys::path::append(indices, expected.indices);
-        if (failed(writeNpyIndices(sample, indices, error))) {
-          llvm::errs() << "pd-run: " << error << "\n";
-          return 1;
-        }
-      }
-      check.expected[b.name] = std::move(expected);
-    }
-    check.kind = PackageCheck::Kind::Expected;
-    what = sampled ? "a sample of " + std::to_string(options.sampleSize) +
-                         " of the interpreter's values per output"
-                   : std::string("the interpreter's outputs");
+    check = written->check;
+    what = written->sampled
+               ? "a sample of " + std::to_string(options.sampleSize) +
+                     " of the interpreter's values per output"
+               : std::string("the interpreter's outputs");
   } else if ((reference = loadOriginal(kernel, holder))) {
     what = "the untransformed program compiled for the same GPU";
   }

@@ -19,6 +19,7 @@
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Machine.h"
+#include "PerfDojo/Search/PackageRunner.h"
 #include "PerfDojo/Search/Search.h"
 #include "PerfDojo/Support/ToolMain.h"
 #include "mlir/IR/MLIRContext.h"
@@ -33,6 +34,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include <cmath>
 #include <thread>
 #include <unistd.h>
 
@@ -112,6 +114,36 @@ static cl::opt<bool> noTorch("no-torch", cl::cat(tuneCategory),
                              cl::desc("do not time PyTorch"));
 static cl::opt<bool> quiet("quiet", cl::cat(tuneCategory),
                            cl::desc("no progress bar"));
+static cl::opt<std::string> targetName(
+    "target", cl::cat(tuneCategory), cl::init("cpu"),
+    cl::desc("where candidates run: cpu (this CPU, JIT), cuda (NVIDIA GPU, "
+             "PTX packages run by pd-gpu-run) or rocm (AMD GPU, HSACO)"));
+static cl::opt<std::string> remoteDir(
+    "remote", cl::cat(tuneCategory),
+    cl::desc("GPU: write each generation of candidate packages into this "
+             "folder and stop; run them with pd-gpu-run on the GPU machine, "
+             "bring results.json back and run the same command again"));
+static cl::opt<std::string> runnerProgram(
+    "runner", cl::cat(tuneCategory),
+    cl::desc("GPU without --remote: the program that runs a generation "
+             "(default: pd-gpu-run beside pd-tune)"));
+static cl::opt<unsigned> generationSize(
+    "generation", cl::cat(tuneCategory), cl::init(0),
+    cl::desc("candidates proposed and measured together (default: 1 on the "
+             "CPU, 16 on a GPU)"));
+static cl::opt<std::string>
+    gpuChip("gpu-chip", cl::cat(tuneCategory),
+            cl::desc("GPU to compile for (default sm_90, gfx942)"));
+static cl::opt<std::string>
+    gpuFeatures("gpu-features", cl::cat(tuneCategory),
+                cl::desc("GPU target features (default +ptx80 for cuda)"));
+static cl::opt<unsigned> gpuWarmup(
+    "gpu-warmup", cl::cat(tuneCategory), cl::init(2),
+    cl::desc("GPU: untimed runs per candidate before the timed ones"));
+static cl::opt<uint64_t> maxExpectedMiB(
+    "max-expected-mib", cl::cat(tuneCategory), cl::init(32),
+    cl::desc("GPU: reference outputs above this size (as float64) are "
+             "checked on a sample of 65536 values each"));
 
 static std::string formatDuration(double seconds) {
   unsigned s = unsigned(seconds);
@@ -230,6 +262,9 @@ static std::string defaultDatabasePath() {
 
 static int runTool(int argc, char **argv);
 
+/// pd-tune's exit status when a generation waits for a remote runner.
+constexpr int kExitPending = 3;
+
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   return runWithLargeStack([&] { return runTool(argc, argv); });
@@ -272,9 +307,28 @@ static int runTool(int argc, char **argv) {
     llvm::errs() << "pd-tune: --num-threads must be at least 1\n";
     return 1;
   }
+  if (targetName != "cpu" && targetName != "cuda" && targetName != "rocm") {
+    llvm::errs() << "pd-tune: unknown --target '" << targetName
+                 << "'; expected cpu, cuda or rocm\n";
+    return 1;
+  }
+  bool gpu = targetName != "cpu";
+  if (!gpu && (!remoteDir.empty() || !runnerProgram.empty() ||
+               !gpuChip.empty() || !gpuFeatures.empty())) {
+    llvm::errs() << "pd-tune: --remote, --runner, --gpu-chip and "
+                    "--gpu-features need --target=cuda or rocm\n";
+    return 1;
+  }
+  if (!remoteDir.empty() && !runnerProgram.empty()) {
+    llvm::errs() << "pd-tune: --remote writes generations for a runner "
+                    "elsewhere; --runner runs them here: give one\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   registerAllPerfDojo(registry);
+  if (gpu)
+    registerGPUTargets(registry);
   MLIRContext context(registry);
   context.loadDialect<PerfDojoDialect>();
   context.printOpOnDiagnostic(false);
@@ -304,20 +358,81 @@ static int runTool(int argc, char **argv) {
     return 1;
   }
   KernelOp kernel = kernels.front();
+  bool useInterpreter = checkAgainst == "interpreter";
   if (std::optional<std::string> why = getCPUIncompatibility(kernel)) {
-    llvm::errs() << "pd-tune: the kernel cannot run on this CPU: " << *why
-                 << "\n";
-    return 1;
+    if (!gpu) {
+      llvm::errs() << "pd-tune: the kernel cannot run on this CPU: " << *why
+                   << "\n";
+      return 1;
+    }
+    // The reference outputs then come from the interpreter, which runs
+    // every mapping sequentially.
+    useInterpreter = true;
+  }
+  std::string kernelText;
+  {
+    llvm::raw_string_ostream os(kernelText);
+    if (failed(exportTextForm(kernel, os)))
+      return 1;
+  }
+
+  // A GPU: candidates become kernel packages, run here or elsewhere.
+  std::unique_ptr<PackageRunner> runner;
+  std::string scratchDir; // removed at the end
+  if (gpu) {
+    PackageRunnerOptions runnerOptions;
+    runnerOptions.package.api =
+        targetName == "cuda" ? GPUApi::Cuda : GPUApi::Hip;
+    runnerOptions.package.chip = gpuChip;
+    runnerOptions.package.features = gpuFeatures;
+    runnerOptions.expected.maxBytes = maxExpectedMiB << 20;
+    runnerOptions.kernelName = llvm::sys::path::stem(inputFilename).str();
+    runnerOptions.kernelHash = hashProgramText(kernelText);
+    if (!remoteDir.empty()) {
+      runnerOptions.remote = true;
+      runnerOptions.dir = remoteDir;
+    } else {
+      SmallString<256> scratch;
+      if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+              "pd-tune-packages", scratch)) {
+        llvm::errs() << "pd-tune: cannot create a temporary folder: "
+                     << ec.message() << "\n";
+        return 1;
+      }
+      runnerOptions.dir = scratchDir = std::string(scratch);
+      runnerOptions.runner = runnerProgram;
+      if (runnerOptions.runner.empty()) {
+        std::string self = llvm::sys::fs::getMainExecutable(
+            argv[0], (void *)&defaultDatabasePath);
+        SmallString<256> path(llvm::sys::path::parent_path(self));
+        llvm::sys::path::append(path, "pd-gpu-run");
+        runnerOptions.runner = std::string(path);
+      }
+      if (llvm::ErrorOr<std::string> found =
+              llvm::sys::findProgramByName(runnerOptions.runner))
+        runnerOptions.runner = *found;
+      if (!llvm::sys::fs::can_execute(runnerOptions.runner)) {
+        llvm::errs() << "pd-tune: cannot run the GPU runner '"
+                     << runnerOptions.runner
+                     << "'; give --runner, or --remote=DIR to run the "
+                        "candidates on another machine\n";
+        return 1;
+      }
+      runnerOptions.runnerArgs = {
+          "--warmup=" + std::to_string(gpuWarmup),
+          "--repetitions=" + std::to_string(repetitions),
+          "--time-limit=" + std::to_string(int(std::ceil(timeLimit)))};
+    }
+    runner = std::make_unique<PackageRunner>(std::move(runnerOptions));
   }
 
   std::unique_ptr<TuningDatabase> database;
   if (!noDb) {
     std::string path = dbPath.empty() ? defaultDatabasePath() : dbPath;
     database = TuningDatabase::open(path, error);
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    if (!database || failed(exportTextForm(kernel, os)) ||
-        failed(database->setKey({text, getHostTarget(threads), getToolchain()},
+    std::string target = runner ? runner->getTarget() : getHostTarget(threads);
+    if (!database ||
+        failed(database->setKey({kernelText, target, getToolchain()},
                                 error))) {
       llvm::errs() << "pd-tune: tuning database: " << error << "\n";
       return 1;
@@ -330,13 +445,19 @@ static int runTool(int argc, char **argv) {
   envOptions.evaluation.timeLimit = timeLimit;
   envOptions.tolerance = tolerance;
   envOptions.database = database.get();
-  envOptions.checkAgainstInterpreter = checkAgainst == "interpreter";
+  envOptions.checkAgainstInterpreter = useInterpreter;
+  envOptions.runner = runner.get();
   Environment env(kernel, envOptions);
 
   SearchOptions options;
   options.strategy = *strategy;
   options.graph = graph;
   options.target.threads = threads;
+  if (gpu) {
+    options.target.gpu = true;
+    options.target.vectorWidth = 4;
+  }
+  options.generation = generationSize ? generationSize : (gpu ? 16 : 1);
   options.budget = budget;
   options.timeBudget = timeBudget;
   options.seed = seed;
@@ -348,25 +469,47 @@ static int runTool(int argc, char **argv) {
     options.onProgress = showProgress;
 
   StringRef name = llvm::sys::path::stem(inputFilename);
+  std::string targetLabel =
+      gpu ? runner->getTarget() + (remoteDir.empty() ? "" : ", remote")
+          : std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   llvm::errs() << "pd-tune " << name << ": " << strategyName;
   if (!heuristic)
-    llvm::errs() << ", budget " << budget << " evaluations";
-  llvm::errs() << ", " << threads
-               << (threads == 1 ? " thread" : " threads");
+    llvm::errs() << ", budget " << budget << " evaluations, generations of "
+                 << options.generation;
+  llvm::errs() << ", " << targetLabel;
   if (database)
     llvm::errs() << ", database " << database->getPath();
   llvm::errs() << "\n";
   SearchResult result = runSearch(env, options);
+  if (!scratchDir.empty())
+    (void)llvm::sys::fs::remove_directories(scratchDir);
   if (!quiet && !heuristic && isatty(STDERR_FILENO))
     llvm::errs() << "\n";
   if (!result.error.empty()) {
     llvm::errs() << "pd-tune: " << result.error << "\n";
     return 1;
   }
+  if (result.pending) {
+    // Batched remote evaluation: the generation waits for a GPU machine.
+    StringRef folder = runner->getWaitingFolder();
+    llvm::outs() << "kernel " << name << ": " << result.pending
+                 << (result.pending == 1 ? " candidate waits" : " candidates wait")
+                 << " for the GPU in " << folder << " (" << result.evaluations
+                 << " evaluated so far, " << runner->getBuiltCount()
+                 << " packages built now)\n"
+                 << "  on the GPU machine: pd-gpu-run " << folder
+                 << " --results=" << folder << "/results.json\n"
+                 << "  then bring results.json back into " << folder
+                 << " and run this command again: the search retraces its "
+                    "steps and goes on\n";
+    return kExitPending;
+  }
 
   std::string torchWhy;
   std::optional<std::pair<double, std::string>> torch;
-  if (!noTorch)
+  if (gpu)
+    torchWhy = "on a GPU, bench/gpu_suite.py times PyTorch on the same GPU";
+  else if (!noTorch)
     torch = timePyTorch(name, threads, torchWhy);
 
   // The best program, in its own state.
@@ -380,8 +523,7 @@ static int runTool(int argc, char **argv) {
                << ", " << result.evaluations << " evaluations ("
                << result.failures << " failed their check or run, "
                << env.getEvaluationCount() << " measured now, the rest "
-               << "reused), " << threads
-               << (threads == 1 ? " thread" : " threads") << "\n";
+               << "reused), " << targetLabel << "\n";
   double startMs = result.start.seconds * 1e3,
          bestMs = result.best.seconds * 1e3;
   std::string label =
@@ -413,7 +555,9 @@ static int runTool(int argc, char **argv) {
     llvm::outs() << "  PyTorch: not timed (" << (noTorch ? "--no-torch" : torchWhy)
                  << ")\n";
   KernelCost cost = getKernelCost(env.getKernel());
-  std::optional<MachineLimits> limits = loadMachineLimits(threads);
+  // pd-machine measures this CPU; a GPU's limits are in the benchmark.
+  std::optional<MachineLimits> limits =
+      gpu ? std::nullopt : loadMachineLimits(threads);
   double pctDram = 0, pctFma = 0;
   if (limits) {
     double seconds = result.best.seconds;
@@ -452,7 +596,8 @@ static int runTool(int argc, char **argv) {
       !writeFile(movesFilename, [&](raw_ostream &os) {
         os << "# " << name << ": " << stringifyStrategy(*strategy) << ", "
            << llvm::format("%.4g", bestMs) << " ms on "
-           << getCPUName() << ", " << threads << " threads\n";
+           << (gpu ? runner->getTarget() : getCPUName()) << ", "
+           << targetLabel << "\n";
         for (const std::string &move : result.bestMoves)
           os << move << "\n";
       }))
@@ -468,6 +613,7 @@ static int runTool(int argc, char **argv) {
             {"kernel", name},
             {"strategy", stringifyStrategy(*strategy)},
             {"graph", graphName.getValue()},
+            {"target", gpu ? runner->getTarget() : std::string("cpu")},
             {"threads", threads.getValue()},
             {"evaluations", result.evaluations},
             {"measured", env.getEvaluationCount()},
@@ -500,7 +646,7 @@ static int runTool(int argc, char **argv) {
     if (!writeFile(plot, [&](raw_ostream &os) {
           writeConvergencePlot(os,
                                (name + ": " + stringifyStrategy(*strategy) +
-                                ", " + std::to_string(threads) + " threads")
+                                ", " + targetLabel)
                                    .str(),
                                result.trace, references);
         }))

@@ -5,9 +5,11 @@
 // one (step), takes the last back (undo), names the state by a hash of its
 // canonical text (equal programs reached by different paths are one state)
 // and measures it: compiled for this CPU, checked against the starting
-// kernel compiled at full size, timed. Measurements are cached by that
-// hash, in memory and, when given, in a tuning database. Every search
-// strategy, and later the RL agent and Python, play through this class.
+// kernel compiled at full size, timed; or, with a CandidateRunner, compiled
+// for another target (a GPU) and run there, in batches. Measurements are
+// cached by that hash, in memory and, when given, in a tuning database.
+// Every search strategy, and later the RL agent and Python, play through
+// this class.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,8 +38,52 @@ struct Measurement {
   double maxError = 0;
   /// Whether it came from the cache or the database rather than a run.
   bool reused = false;
+  /// Handed to a runner whose results have not come back yet (a remote
+  /// GPU machine): no status, no time. Never cached nor recorded.
+  bool pending = false;
 
-  bool ok() const { return status == EvaluationStatus::Ok; }
+  bool ok() const { return status == EvaluationStatus::Ok && !pending; }
+};
+
+/// One program to measure on a CandidateRunner's target.
+struct Candidate {
+  KernelOp kernel;
+  /// Environment::getHash() of the program.
+  std::string hash;
+  /// The moves from the starting kernel, comma-separated.
+  std::string moves;
+};
+
+/// The starting kernel's outputs on the seeded inputs, which candidates
+/// must reproduce: from the starting kernel compiled for this CPU, or from
+/// the float64 interpreter.
+struct ReferenceOutputs {
+  /// One per output buffer (role out), logical shapes, no reuse.
+  std::vector<BufferData> outputs;
+  /// Largest accepted difference (see EnvironmentOptions::tolerance).
+  double tolerance = 2e-3;
+  /// Seed of the inputs.
+  uint64_t seed = 1;
+};
+
+/// Measures candidates somewhere else than in this process on this CPU: a
+/// GPU here, or a GPU machine reached through files (batched remote
+/// evaluation). The environment asks it for batches, caches and records
+/// what comes back.
+class CandidateRunner {
+public:
+  virtual ~CandidateRunner();
+  /// The target of the tuning database's key (e.g. "cuda sm_90 +ptx80").
+  virtual std::string getTarget() const = 0;
+  /// Called once, before any batch, with what candidates are checked
+  /// against.
+  virtual LogicalResult prepare(const ReferenceOutputs &reference,
+                                std::string &error) = 0;
+  /// One measurement per candidate, in order; `pending` where the results
+  /// are not back yet. Fails (with `error`) when the batch cannot be
+  /// measured at all (no GPU, an unreadable results file).
+  virtual FailureOr<std::vector<Measurement>>
+  run(ArrayRef<Candidate> candidates, std::string &error) = 0;
 };
 
 struct EnvironmentOptions {
@@ -54,7 +100,14 @@ struct EnvironmentOptions {
   /// such as a sum of 10^7 terms; the starting kernel is then timed but not
   /// checked).
   bool checkAgainstInterpreter = false;
+  /// Where candidates run; null for this CPU (in-process, one at a time).
+  /// With a runner, the starting kernel still runs on this CPU (or in the
+  /// interpreter), once, for the reference outputs.
+  CandidateRunner *runner = nullptr;
 };
+
+/// The hash that names a state: of its canonical text, as 16 hex digits.
+std::string hashProgramText(StringRef text);
 
 class Environment {
 public:
@@ -91,7 +144,19 @@ public:
   /// state whose outputs differ from the starting kernel's beyond the
   /// tolerance is WrongAnswer: its time does not count.
   Measurement measure();
-  /// Measures the starting kernel (once).
+  /// Measures the programs the move sequences reach, as one batch (one
+  /// generation of a search): those known from the cache or the database
+  /// are reused, the others measured together, each once. Leaves the state
+  /// at the last sequence's program. A sequence that does not replay gets
+  /// a CompileError naming the move. With a runner, measurements may be
+  /// pending; fails with `error` when the runner cannot measure at all.
+  FailureOr<std::vector<Measurement>>
+  measureBatch(ArrayRef<std::vector<std::string>> sequences,
+               std::string &error);
+  /// Runs the starting kernel once on this CPU (or the interpreter) for the
+  /// reference outputs. Without a runner this is also its measurement (a
+  /// time already in the database stands); with one, the status of the
+  /// reference run, whose time is this CPU's and is not recorded.
   Measurement measureStart();
   /// Measurements actually run (not reused) so far.
   unsigned getEvaluationCount() const { return evaluations; }
@@ -104,9 +169,13 @@ public:
 
 private:
   Measurement evaluateCurrent(bool asReference);
+  /// The measurement of the text's state from the cache or the database.
+  std::optional<Measurement> lookup(StringRef text);
+  /// Hands the reference to the runner (once).
+  LogicalResult prepareRunner(std::string &error);
   /// Caches (and records in the database) the measurement of the state
-  /// whose text is `text`, reached by the current moves.
-  void remember(StringRef text, const Measurement &m);
+  /// whose text is `text`, reached by `sequence` (comma-separated moves).
+  void remember(StringRef text, StringRef sequence, const Measurement &m);
 
   MLIRContext *ctx;
   EnvironmentOptions options;
@@ -120,6 +189,8 @@ private:
   /// With checkAgainstInterpreter: the interpreted starting kernel.
   std::unique_ptr<Interpreter> interpreted;
   Measurement startMeasurement;
+  bool startMeasured = false;
+  bool runnerPrepared = false;
   unsigned evaluations = 0;
 };
 

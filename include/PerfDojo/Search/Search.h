@@ -27,10 +27,19 @@ enum class SearchGraph { Edges, Sequences };
 
 /// What the heuristics know about the target.
 struct TargetInfo {
-  /// Lanes of a vector of 32-bit elements (AVX-512: 16).
+  /// A GPU (the GPU expert; GPU mappings and shared memory in searches)
+  /// rather than this CPU.
+  bool gpu = false;
+  /// Lanes of a vector of 32-bit elements (AVX-512: 16; a GPU thread's
+  /// widest load, 128 bits: 4).
   int64_t vectorWidth = 16;
-  /// Threads the parallel scopes run on.
+  /// Threads the parallel scopes run on (CPU).
   unsigned threads = 1;
+  /// GPU: the most threads a block may have, the threads of a warp, and
+  /// the most shared memory a block may use.
+  int64_t maxThreadsPerBlock = 1024;
+  int64_t warpSize = 32;
+  int64_t maxSharedBytes = 48 * 1024;
 };
 
 /// Where a search stands, after each measured candidate.
@@ -61,6 +70,13 @@ struct SearchOptions {
   /// 10% slower has probability exp(-0.095 / T).
   double initialTemperature = 0.05;
   double finalTemperature = 0.002;
+  /// Candidates proposed and measured together (one batch of the
+  /// environment): 1 measures each before proposing the next; a GPU runner
+  /// reached through files wants many (each generation is one round trip).
+  /// Annealing proposes a generation of neighbours of its current program,
+  /// then takes the acceptance decisions in order; random sampling expands
+  /// a generation of parents drawn at once.
+  unsigned generation = 1;
   std::function<void(const SearchProgress &)> onProgress;
 };
 
@@ -79,8 +95,13 @@ struct SearchResult {
   unsigned failures = 0;
   /// The status and reason of the last failure, if any.
   std::string lastFailure;
-  /// Set when the search could not run at all (the starting kernel fails).
+  /// Set when the search could not run at all (the starting kernel fails,
+  /// the runner cannot measure).
   std::string error;
+  /// Candidates of the last generation whose results are not back (a
+  /// remote runner): the search stopped there and, run again with the same
+  /// options once they are in the database, retraces its steps and goes on.
+  unsigned pending = 0;
 };
 
 /// Applies heuristic `level` (Naive, Greedy or Expert) to the current state

@@ -11,6 +11,7 @@
 #define PERFDOJO_LIB_SEARCH_EVALUATOR_ELEMENTFORMAT_H
 
 #include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Support/DiagnosticText.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/APFloat.h"
@@ -144,25 +145,6 @@ inline OutputData readOutput(StringRef name, ArrayRef<int64_t> shape, Type type,
     out.values[i] = format.load(data + i * width);
   return out;
 }
-
-/// Collects the diagnostics emitted while it lives as one line
-/// ("loc: message; loc: message"), for an evaluation's failure reason.
-class DiagnosticText {
-public:
-  explicit DiagnosticText(MLIRContext *ctx)
-      : handler(ctx, [this](Diagnostic &diag) {
-          llvm::raw_string_ostream os(text);
-          if (!text.empty())
-            os << "; ";
-          os << diag.getLocation() << ": " << diag.str();
-          return success();
-        }) {}
-  const std::string &str() const { return text; }
-
-private:
-  std::string text;
-  ScopedDiagnosticHandler handler;
-};
 
 } // namespace perfdojo
 } // namespace mlir

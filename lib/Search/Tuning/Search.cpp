@@ -979,20 +979,29 @@ public:
   SearchResult run();
 
 private:
+  using Sequence = std::vector<std::string>;
+
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                          begin)
         .count();
   }
   bool exhausted() const {
-    return result.evaluations >= options.budget ||
+    return stopped || result.evaluations >= options.budget ||
            (options.timeBudget > 0 && elapsed() >= options.timeBudget) ||
            proposals >= 50 * std::max(options.budget, 1u);
   }
-  /// Measures the current state of env as one candidate; updates the best.
-  Measurement measure();
-  /// A random legal move of the current state that the CPU can run: a move
-  /// name uniformly, then one of its instances (a few moves, such as
+  /// Measures `batch` as one generation and counts each candidate, in
+  /// order (updating the best). Returns nothing, and stops the search,
+  /// when the batch cannot be measured or some results are pending.
+  std::optional<std::vector<Measurement>>
+  measureGeneration(ArrayRef<Sequence> batch);
+  /// Counts one measured candidate reached by `moves`.
+  void count(const Sequence &moves, const Measurement &m);
+  /// Up to a generation of neighbours of programs `parent()` gives.
+  std::vector<Sequence> propose(function_ref<const Sequence &()> parent);
+  /// A random legal move of the current state that the target can run: a
+  /// move name uniformly, then one of its instances (a few moves, such as
   /// tile_scope with every divisor, have many more instances than others).
   std::optional<MoveInstance> randomMove();
   /// env's state as a sequence edited at one random point, replayed (moves
@@ -1010,11 +1019,18 @@ private:
   std::chrono::steady_clock::time_point begin;
   SearchResult result;
   unsigned proposals = 0;
+  bool stopped = false;
 };
 } // namespace
 
-static bool runsOnCPU(const MoveInstance &move) {
+/// Whether `move` is one `target` can run: GPU mappings and GPU shared
+/// memory only on a GPU, CPU parallel scopes only on the CPU (on a GPU a
+/// `:p` scope is a grid scope at the top of a kernel and a loop elsewhere,
+/// which gpu_grid already covers).
+static bool runsOn(const TargetInfo &target, const MoveInstance &move) {
   StringRef name = move.move->getName();
+  if (target.gpu)
+    return name != "parallelize";
   if (name.starts_with("gpu_"))
     return false;
   return llvm::none_of(move.location.params,
@@ -1023,7 +1039,9 @@ static bool runsOnCPU(const MoveInstance &move) {
 
 std::optional<MoveInstance> Searcher::randomMove() {
   SmallVector<MoveInstance> moves = env.getLegalMoves();
-  llvm::erase_if(moves, [](const MoveInstance &m) { return !runsOnCPU(m); });
+  llvm::erase_if(moves, [&](const MoveInstance &m) {
+    return !runsOn(options.target, m);
+  });
   if (moves.empty())
     return std::nullopt;
   SmallVector<StringRef> names;
@@ -1038,8 +1056,28 @@ std::optional<MoveInstance> Searcher::randomMove() {
   return *instances[rng() % instances.size()];
 }
 
-Measurement Searcher::measure() {
-  Measurement m = env.measure();
+std::optional<std::vector<Measurement>>
+Searcher::measureGeneration(ArrayRef<Sequence> batch) {
+  std::string error;
+  FailureOr<std::vector<Measurement>> measured =
+      env.measureBatch(batch, error);
+  if (failed(measured)) {
+    result.error = error;
+    stopped = true;
+    return std::nullopt;
+  }
+  result.pending = llvm::count_if(
+      *measured, [](const Measurement &m) { return m.pending; });
+  if (result.pending) {
+    stopped = true;
+    return std::nullopt;
+  }
+  for (auto [moves, m] : llvm::zip(batch, *measured))
+    count(moves, m);
+  return std::move(*measured);
+}
+
+void Searcher::count(const Sequence &moves, const Measurement &m) {
   ++result.evaluations;
   if (!m.ok()) {
     ++result.failures;
@@ -1048,7 +1086,7 @@ Measurement Searcher::measure() {
   } else if (!result.best.ok() || result.best.seconds == 0 ||
              m.seconds < result.best.seconds) {
     result.best = m;
-    result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
+    result.bestMoves = moves;
     // A candidate 3x slower than the best is rejected on its first run.
     env.setSlowSeconds(3 * m.seconds);
   }
@@ -1059,11 +1097,23 @@ Measurement Searcher::measure() {
     progress.budget = options.budget;
     progress.elapsedSeconds = elapsed();
     progress.bestSeconds = result.best.ok() ? result.best.seconds : 0;
-    progress.startSeconds = result.start.seconds;
+    progress.startSeconds = result.start.ok() ? result.start.seconds : 0;
     progress.lastStatus = stringifyEvaluationStatus(m.status).str();
     options.onProgress(progress);
   }
-  return m;
+}
+
+std::vector<Searcher::Sequence>
+Searcher::propose(function_ref<const Sequence &()> parent) {
+  std::vector<Sequence> batch;
+  unsigned size = std::max(options.generation, 1u);
+  while (batch.size() < size && !exhausted() &&
+         result.evaluations + batch.size() < options.budget) {
+    ++proposals;
+    if (neighbour(parent()))
+      batch.emplace_back(env.getMoves().begin(), env.getMoves().end());
+  }
+  return batch;
 }
 
 bool Searcher::mutateSequence(std::vector<std::string> sequence) {
@@ -1102,84 +1152,113 @@ bool Searcher::neighbour(const std::vector<std::string> &from) {
 }
 
 void Searcher::anneal() {
-  std::vector<std::string> current = result.bestMoves;
+  Sequence current = result.bestMoves;
   double currentCost = std::log(result.best.seconds);
   std::uniform_real_distribution<double> unit(0, 1);
   unsigned budget = std::max(options.budget, 1u);
   while (!exhausted()) {
-    ++proposals;
-    if (!neighbour(current))
+    // A generation of neighbours of the current program; then the
+    // decisions, in order, each against the program current by then.
+    std::vector<Sequence> batch =
+        propose([&]() -> const Sequence & { return current; });
+    if (batch.empty())
       continue;
-    Measurement m = measure();
-    if (!m.ok())
-      continue;
-    double progress = std::min(1.0, double(result.evaluations) / budget);
-    if (options.timeBudget > 0)
-      progress = std::max(progress, elapsed() / options.timeBudget);
-    double temperature =
-        options.initialTemperature *
-        std::pow(options.finalTemperature / options.initialTemperature,
-                 progress);
-    double cost = std::log(m.seconds);
-    if (cost <= currentCost ||
-        unit(rng) < std::exp(-(cost - currentCost) / temperature)) {
-      current.assign(env.getMoves().begin(), env.getMoves().end());
-      currentCost = cost;
+    std::optional<std::vector<Measurement>> measured =
+        measureGeneration(batch);
+    if (!measured)
+      return;
+    for (auto [moves, m] : llvm::zip(batch, *measured)) {
+      if (!m.ok())
+        continue;
+      double progress = std::min(1.0, double(result.evaluations) / budget);
+      if (options.timeBudget > 0)
+        progress = std::max(progress, elapsed() / options.timeBudget);
+      double temperature =
+          options.initialTemperature *
+          std::pow(options.finalTemperature / options.initialTemperature,
+                   progress);
+      double cost = std::log(m.seconds);
+      if (cost <= currentCost ||
+          unit(rng) < std::exp(-(cost - currentCost) / temperature)) {
+        current = moves;
+        currentCost = cost;
+      }
     }
   }
 }
 
 void Searcher::sample() {
   // Every program met so far that ran correctly, with its time.
-  std::vector<std::pair<std::vector<std::string>, double>> met = {
+  std::vector<std::pair<Sequence, double>> met = {
       {result.bestMoves, result.best.seconds}};
+  llvm::StringSet<> metStates;
+  std::string reason;
+  if (succeeded(env.replay(result.bestMoves, reason)))
+    metStates.insert(env.getHash());
   while (!exhausted()) {
-    ++proposals;
-    // A parent drawn with weight (best / its time)^4: faster programs are
+    // Parents drawn with weight (best / its time)^4: faster programs are
     // expanded more often, every program sometimes.
     std::vector<double> weights;
     for (auto &[moves, seconds] : met)
       weights.push_back(std::pow(result.best.seconds / seconds, 4));
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
-    const std::vector<std::string> &parent = met[pick(rng)].first;
-    if (!neighbour(parent))
+    std::vector<Sequence> batch =
+        propose([&]() -> const Sequence & { return met[pick(rng)].first; });
+    if (batch.empty())
       continue;
-    Measurement m = measure();
-    if (m.ok() && !m.reused)
-      met.push_back({std::vector<std::string>(env.getMoves().begin(),
-                                              env.getMoves().end()),
-                     m.seconds});
+    std::optional<std::vector<Measurement>> measured =
+        measureGeneration(batch);
+    if (!measured)
+      return;
+    for (auto [moves, m] : llvm::zip(batch, *measured)) {
+      if (!m.ok() || failed(env.replay(moves, reason)) ||
+          !metStates.insert(env.getHash()).second)
+        continue;
+      met.push_back({moves, m.seconds});
+    }
   }
 }
 
 SearchResult Searcher::run() {
   env.reset();
-  result.start = env.measureStart();
-  if (!result.start.ok()) {
+  Measurement reference = env.measureStart();
+  if (!reference.ok()) {
     result.error = "the starting kernel fails (" +
-                   stringifyEvaluationStatus(result.start.status).str() +
-                   "): " + result.start.reason;
+                   stringifyEvaluationStatus(reference.status).str() +
+                   "): " + reference.reason;
     return result;
   }
   bool heuristic = options.strategy == Strategy::Naive ||
                    options.strategy == Strategy::Greedy ||
                    options.strategy == Strategy::Expert;
-  // The starting kernel is the first candidate, the heuristic's program
-  // the second.
-  measure();
+  // The first generation: the starting kernel and the heuristic's program.
   applyHeuristic(env, heuristic ? options.strategy : options.startFrom,
                  options.target);
-  if (!env.getMoves().empty()) {
-    Measurement m = measure();
-    // A heuristic's answer is its program, faster or not (when it runs
-    // correctly); the measurements say how it compares.
-    if (heuristic && m.ok()) {
-      result.best = m;
-      result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
-    }
+  Sequence program(env.getMoves().begin(), env.getMoves().end());
+  std::vector<Sequence> first = {{}};
+  if (!program.empty())
+    first.push_back(program);
+  std::optional<std::vector<Measurement>> measured =
+      measureGeneration(first);
+  if (!measured)
+    return result;
+  result.start = measured->front();
+  // A heuristic's answer is its program, faster or not (when it runs
+  // correctly); the measurements say how it compares.
+  if (heuristic && !program.empty() && measured->back().ok()) {
+    result.best = measured->back();
+    result.bestMoves = program;
   }
   if (heuristic)
     return result;
+  if (!result.best.ok()) {
+    // On a GPU the starting kernel may time out (one thread) where the
+    // heuristic's program runs; a search needs some program that runs.
+    result.error = "neither the starting kernel nor the " +
+                   stringifyStrategy(options.startFrom).str() +
+                   " program runs on the target (" + result.lastFailure + ")";
+    return result;
+  }
   if (options.strategy == Strategy::Anneal)
     anneal();
   else
