@@ -540,11 +540,19 @@ static int runTool(int argc, char **argv) {
                       "checks against float64)\n";
     label = "starting kernel";
   }
-  llvm::outs() << llvm::format("  %-16s %10.4g ms\n", "starting kernel",
-                               startMs);
-  if (label != "starting kernel")
+  if (result.start.ok())
+    llvm::outs() << llvm::format("  %-16s %10.4g ms\n", "starting kernel",
+                                 startMs);
+  else
+    llvm::outs() << "  starting kernel: "
+                 << stringifyEvaluationStatus(result.start.status) << " ("
+                 << result.start.reason << ")\n";
+  if (label != "starting kernel" && result.start.ok())
     llvm::outs() << llvm::format("  %-16s %10.4g ms  speedup %.2fx\n",
                                  label.c_str(), bestMs, startMs / bestMs);
+  else if (label != "starting kernel")
+    llvm::outs() << llvm::format("  %-16s %10.4g ms\n", label.c_str(),
+                                 bestMs);
   if (torch)
     llvm::outs() << llvm::format("  %-16s %10.4g ms  speedup over PyTorch "
                                  "%.2fx (its faster form: eager or out=)\n",

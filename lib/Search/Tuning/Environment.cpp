@@ -158,8 +158,12 @@ Measurement Environment::measureStart() {
   } else {
     double slow = options.evaluation.slowSeconds;
     options.evaluation.slowSeconds = 0;
+    unsigned counted = evaluations;
     startMeasurement = evaluateCurrent(/*asReference=*/true);
     options.evaluation.slowSeconds = slow;
+    // With a runner, only what runs on the target counts as measured.
+    if (options.runner)
+      evaluations = counted;
   }
   if (startMeasurement.ok() && options.checkAgainstInterpreter) {
     // The float64 reference, on the evaluator's inputs.
