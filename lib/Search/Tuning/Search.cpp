@@ -1,6 +1,7 @@
 //===- Search.cpp - Heuristic passes and search strategies ----------------===//
 
 #include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -927,6 +928,296 @@ public:
     });
   }
 
+  //===--------------------------------------------------------------------===//
+  // The GPU expert
+  //===--------------------------------------------------------------------===//
+
+  /// The `index`-th top-level scope of the current state, or null.
+  ScopeOp topScope(unsigned index) {
+    unsigned n = 0;
+    for (Operation &op : env.getKernel().getBodyBlock())
+      if (auto scope = dyn_cast<ScopeOp>(op); scope && n++ == index)
+        return scope;
+    return {};
+  }
+  static ComputeOp firstCompute(ScopeOp scope) {
+    ComputeOp first;
+    scope.walk<WalkOrder::PreOrder>([&](ComputeOp op) {
+      first = op;
+      return WalkResult::interrupt();
+    });
+    return first;
+  }
+  /// The move location of `scope` (through its first operation).
+  std::string locate(ScopeOp scope) {
+    return scopeLocation(firstCompute(scope), scope.getDepth());
+  }
+  /// The scopes of the perfect nest from `scope` down: each the only child
+  /// of the previous.
+  static SmallVector<ScopeOp> perfectChain(ScopeOp scope) {
+    SmallVector<ScopeOp> chain = {scope};
+    for (Block *body = &scope.getBodyBlock(); llvm::hasSingleElement(*body);) {
+      auto inner = dyn_cast<ScopeOp>(body->front());
+      if (!inner)
+        break;
+      chain.push_back(inner);
+      body = &inner.getBodyBlock();
+    }
+    return chain;
+  }
+  /// Whether the iterations of `scope` are independent (what parallel,
+  /// grid and block mappings need), the scopes around it left as they are.
+  /// (Asked as `parallelize` outside GPU scopes and as `gpu_block` inside a
+  /// grid scope, whose nesting rules differ.)
+  bool independent(ScopeOp scope) {
+    std::string location = locate(scope);
+    for (StringRef mapping : {"parallelize@", "gpu_block@"}) {
+      std::string reason;
+      FailureOr<MoveInstance> move = parseMove(mapping.str() + location, reason);
+      if (succeeded(move) &&
+          succeeded(checkMove(env.getKernel(), *move, reason)))
+        return true;
+    }
+    return false;
+  }
+  /// The threads a scope of `size` iterations is spread over: the largest
+  /// divisor from 32 to 256 (whole warps, several blocks a multiprocessor),
+  /// else the size itself up to a block's limit, else its largest divisor
+  /// within the limit.
+  int64_t threadsFor(int64_t size) const {
+    for (int64_t t = std::min<int64_t>(256, size); t >= target.warpSize; --t)
+      if (size % t == 0)
+        return t;
+    if (size <= target.maxThreadsPerBlock)
+      return size;
+    for (int64_t t = target.maxThreadsPerBlock; t > 1; --t)
+      if (size % t == 0)
+        return t;
+    return 1;
+  }
+
+  /// Vectorizes the scope at `loc` (a scope holding one operation, some of
+  /// whose accesses run contiguously along it) by the target's width:
+  /// tile_scope, then vectorize the inner scope. Returns whether it did
+  /// (nothing changes otherwise).
+  bool vectorizeGPU(ScopeOp scope) {
+    int64_t width = target.vectorWidth;
+    if (width < 2 || scope.getSize() % width || scope.getSize() == width ||
+        !llvm::hasSingleElement(scope.getBodyBlock()) ||
+        !isa<ComputeOp>(scope.getBodyBlock().front()) ||
+        contiguityScore(scope, scope.getDepth()) <= 0 ||
+        scatters(scope, scope.getDepth()))
+      return false;
+    size_t before = env.getMoves().size();
+    auto op = cast<ComputeOp>(scope.getBodyBlock().front());
+    std::string array = op.getOut().getArray().getValue().str();
+    unsigned depth = scope.getDepth();
+    std::string loc = locate(scope);
+    if (apply("tile_scope@" + loc + ":" + std::to_string(width)) &&
+        apply("vectorize@" + loc.substr(0, loc.rfind(':')) + ":" +
+              std::to_string(depth + 1)))
+      return true;
+    rollBackTo(before);
+    return false;
+  }
+
+  /// Spreads the scope `scope` over a block's threads (`gpu_block`), after
+  /// vectorizing it when it can: when more iterations remain than
+  /// threadsFor gives, the scope is tiled and its inner part becomes the
+  /// threads (consecutive threads, consecutive elements: coalesced), the
+  /// outer part a loop (`outerToGrid`: a grid scope). Returns whether it
+  /// did; nothing changes otherwise.
+  bool spreadOverThreads(ScopeOp scope, bool outerToGrid) {
+    size_t before = env.getMoves().size();
+    std::string loc = locate(scope);
+    std::string prefix = loc.substr(0, loc.rfind(':') + 1);
+    unsigned depth = scope.getDepth();
+    int64_t size = scope.getSize();
+    if (vectorizeGPU(scope))
+      size /= target.vectorWidth;
+    int64_t threads = threadsFor(size);
+    bool ok = true;
+    if (threads < size) {
+      ok = apply("tile_scope@" + prefix + std::to_string(depth) + ":" +
+                 std::to_string(threads));
+      if (ok && outerToGrid)
+        ok = apply("gpu_grid@" + prefix + std::to_string(depth));
+      ++depth;
+    }
+    ok = ok && apply("gpu_block@" + prefix + std::to_string(depth));
+    if (!ok)
+      rollBackTo(before);
+    return ok;
+  }
+
+  /// Splits the reduction in `scope` (a scope holding one reduction, into
+  /// an element its variable does not index) across a block's threads:
+  /// tiled so that consecutive threads read consecutive elements, the
+  /// threads' partial results combined after them by the block's first
+  /// thread (split_reduction), partials in shared memory when they fit.
+  bool splitOverThreads(ScopeOp scope) {
+    if (!MoveRegistry::get().lookup("split_reduction"))
+      return false;
+    SmallVector<ComputeOp> ops;
+    scope.walk([&](ComputeOp op) { ops.push_back(op); });
+    if (ops.size() != 1 || ops[0].getReduction() == Reduction::none ||
+        usesVariable(ops[0].getOut().getLinearForms(), scope.getDepth()))
+      return false;
+    int64_t size = scope.getSize();
+    int64_t threads = threadsFor(size);
+    if (threads < target.warpSize)
+      return false;
+    size_t before = env.getMoves().size();
+    unsigned depth = scope.getDepth();
+    std::string at = locate(scope);
+    bool ok = true;
+    if (threads < size)
+      // (size / threads) x threads, then the threads outside: thread t
+      // reads t, t + threads, ...
+      ok = apply("tile_scope@" + at + ":" + std::to_string(threads)) &&
+           apply("swap_nested_scopes@" + at);
+    std::string partial;
+    if (ok) {
+      for (unsigned n = 0; partial.empty() && n < 100; ++n) {
+        std::string name = ops[0].getOut().getArray().getValue().str() +
+                           "_part" + (n ? std::to_string(n) : "");
+        if (apply("split_reduction@" + at + ":" + name))
+          partial = name;
+      }
+      ok = !partial.empty();
+    }
+    // The reduction's scope is now the threads' partial sums.
+    ok = ok && apply("gpu_block@" + partialLocation(partial, depth));
+    if (!ok) {
+      rollBackTo(before);
+      return false;
+    }
+    (void)apply("set_location@" + partial + ":shared");
+    // The partials' initialization, before them, over the threads too.
+    if (ScopeOp init = scopeAt(partial + ":" + std::to_string(depth)))
+      (void)spreadOverThreads(init, /*outerToGrid=*/false);
+    return true;
+  }
+  /// The scope at a scope location (`array[#n]:depth`), or null.
+  ScopeOp scopeAt(const std::string &location) {
+    std::string error;
+    FailureOr<MoveInstance> move = parseMove("join_scopes@" + location, error);
+    return succeeded(move) ? scopeOf(*move) : ScopeOp();
+  }
+  /// The location of the scope at `depth` around the partial reduction
+  /// writing `partial` (its second writer, after the initialization).
+  std::string partialLocation(StringRef partial, unsigned depth) {
+    return partial.str() + "#1:" + std::to_string(depth);
+  }
+
+  /// How many iterations the scopes of `chain` make in all.
+  static int64_t iterations(ArrayRef<ScopeOp> chain) {
+    int64_t n = 1;
+    for (ScopeOp s : chain)
+      n = std::min<int64_t>(n * s.getSize(), int64_t(1) << 40);
+    return n;
+  }
+  /// Enough threads to fill a large GPU (132 multiprocessors x 2048
+  /// threads is 270,336; a quarter of that keeps most of them busy).
+  static constexpr int64_t kEnoughThreads = 1 << 16;
+  static constexpr int64_t kLongReduction = 1024;
+
+  /// Maps the `index`-th top-level nest for the GPU. Either the nest's
+  /// independent scopes are the grid and its innermost independent scope
+  /// the block's threads (a thread per output element: element-wise
+  /// kernels, products, convolutions), or, when the body below the
+  /// independent scopes holds element-wise loops or long reductions and
+  /// the scopes above make too few threads, each iteration of them is a
+  /// block (a row of a softmax or a normalization) and the loops inside it
+  /// are spread over its threads, reductions split across them.
+  void mapNestForGPU(unsigned index) {
+    ScopeOp top = topScope(index);
+    if (!top)
+      return;
+    SmallVector<ScopeOp> chain = perfectChain(top);
+    // The independent prefix of the chain.
+    size_t prefix = 0;
+    while (prefix < chain.size() && independent(chain[prefix]))
+      ++prefix;
+    if (prefix == 0)
+      return; // a single reduction over everything: one thread
+    ScopeOp last = chain[prefix - 1];
+    bool rowBlocks = false;
+    if (prefix == chain.size() && !onlyOperations(last)) {
+      // A reduction long enough to give each thread of a block several
+      // elements, which split_reduction can spread.
+      bool elementwise = false, reduction = false;
+      bool canSplit = MoveRegistry::get().lookup("split_reduction");
+      for (Operation &child : last.getBodyBlock())
+        if (auto inner = dyn_cast<ScopeOp>(child)) {
+          bool indep = independent(inner);
+          elementwise |= indep;
+          reduction |= !indep && canSplit &&
+                       iterations(perfectChain(inner)) >= kLongReduction;
+        }
+      rowBlocks = elementwise ||
+                  (reduction && iterations(chain) < kEnoughThreads);
+    }
+    size_t before = env.getMoves().size();
+    if (!rowBlocks) {
+      // Grid over the outer independent scopes, threads over the last.
+      for (size_t i = 0; i + 1 < prefix; ++i)
+        if (!apply("gpu_grid@" + locate(perfectChain(topScope(index))[i]))) {
+          rollBackTo(before);
+          return;
+        }
+      ScopeOp threads = perfectChain(topScope(index))[prefix - 1];
+      if (!spreadOverThreads(threads, /*outerToGrid=*/true))
+        rollBackTo(before);
+      return;
+    }
+    // A block per iteration of the independent scopes.
+    for (size_t i = 0; i < prefix; ++i) {
+      ScopeOp s = perfectChain(topScope(index))[i];
+      if (!apply("gpu_grid@" + locate(s))) {
+        rollBackTo(before);
+        return;
+      }
+    }
+    // The loops inside, one by one (their number grows as reductions
+    // split: init, partials, combine).
+    for (unsigned child = 0;; ++child) {
+      ScopeOp row = perfectChain(topScope(index))[prefix - 1];
+      auto it = row.getBodyBlock().begin();
+      for (unsigned i = 0; i < child && it != row.getBodyBlock().end(); ++i)
+        ++it;
+      if (it == row.getBodyBlock().end())
+        break;
+      auto inner = dyn_cast<ScopeOp>(*it);
+      if (!inner)
+        continue;
+      // The innermost independent scope of the loop's perfect nest holds
+      // the threads (a batch norm's w inside n and h); a reduction is
+      // split at its innermost scope.
+      SmallVector<ScopeOp> nest = perfectChain(inner);
+      ScopeOp deepest;
+      for (ScopeOp s : nest)
+        if (independent(s))
+          deepest = s;
+      if (deepest) {
+        (void)spreadOverThreads(deepest, /*outerToGrid=*/false);
+        continue;
+      }
+      if (splitOverThreads(nest.back()))
+        child += 2; // past the partials and the combine
+    }
+  }
+
+  /// The GPU expert: fusion and layout as the CPU expert prepares them,
+  /// then every top-level nest mapped (mapNestForGPU).
+  void gpuExpert() {
+    bringParallelOutward();
+    alignForFusion();
+    naive(/*keepProducts=*/true);
+    for (unsigned index = 0; topScope(index); ++index)
+      mapNestForGPU(index);
+  }
+
   Environment &env;
   const TargetInfo &target;
   static constexpr unsigned kMaxSteps = 400;
@@ -947,6 +1238,10 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.parallelize();
     return;
   case Strategy::Expert:
+    if (target.gpu) {
+      runner.gpuExpert();
+      return;
+    }
     runner.transposeOperands();
     runner.bringParallelOutward();
     runner.bringContiguousInward();
