@@ -388,6 +388,7 @@ static int runTool(int argc, char **argv) {
     runnerOptions.expected.maxBytes = maxExpectedMiB << 20;
     runnerOptions.kernelName = llvm::sys::path::stem(inputFilename).str();
     runnerOptions.kernelHash = hashProgramText(kernelText);
+    runnerOptions.cost = getKernelCost(kernel);
     if (!remoteDir.empty()) {
       runnerOptions.remote = true;
       runnerOptions.dir = remoteDir;
@@ -629,6 +630,8 @@ static int runTool(int argc, char **argv) {
             {"start_ms", startMs},
             {"best_ms", bestMs},
             {"trace_ms", std::move(trace)},
+            {"bytes", cost.bytes},
+            {"flops", cost.flops},
             {"moves", std::move(moves)},
         };
         if (torch) {

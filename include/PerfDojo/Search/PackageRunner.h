@@ -46,6 +46,9 @@ struct PackageRunnerOptions {
   /// Identifies the starting kernel (a hash of its canonical text): a
   /// folder of another kernel or target is refused.
   std::string kernelHash;
+  /// What the kernel must move and compute, recorded in tuning.json for
+  /// the benchmark's share of the GPU's peaks.
+  KernelCost cost;
 };
 
 class PackageRunner : public CandidateRunner {

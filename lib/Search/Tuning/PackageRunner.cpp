@@ -84,7 +84,9 @@ LogicalResult PackageRunner::prepare(const ReferenceOutputs &reference,
                           {"kernel", options.kernelName},
                           {"kernel_hash", options.kernelHash},
                           {"target", getTarget()},
-                          {"seed", int64_t(reference.seed)}};
+                          {"seed", int64_t(reference.seed)},
+                          {"bytes", options.cost.bytes},
+                          {"flops", options.cost.flops}};
   if (llvm::sys::fs::exists(description)) {
     FailureOr<llvm::json::Value> known = readJson(description, error);
     if (failed(known))
