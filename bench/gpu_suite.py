@@ -87,6 +87,12 @@ def expert_moves(args, name, scratch):
     return moves, (described.get("bytes"), described.get("flops"))
 
 
+def read_moves(path):
+    """The moves of a moves file (one a line, `#` comments)."""
+    with open(path) as f:
+        return [l.strip() for l in f if l.strip() and not l.startswith("#")]
+
+
 def apply_moves(args, source, moves, path):
     imported = subprocess.run([tool(args, "pd-translate"), "--import-pd",
                                source], check=True, capture_output=True,
@@ -110,11 +116,8 @@ def build(args):
         variants = [("naive", source)]
         moves = os.path.join(ROOT, "bench", "moves", "gpu", name + ".moves")
         if os.path.exists(moves):
-            with open(moves) as f:
-                listed = [l.strip() for l in f
-                          if l.strip() and not l.startswith("#")]
             mapped = os.path.join(args.out, name + "-mapped.mlir")
-            apply_moves(args, source, listed, mapped)
+            apply_moves(args, source, read_moves(moves), mapped)
             variants.append(("mapped", mapped))
         expert = os.path.join(args.out, name + "-expert.mlir")
         moves, (bytes_, flops) = expert_moves(args, name, scratch)
@@ -123,11 +126,8 @@ def build(args):
         if args.tuned:
             best = os.path.join(args.tuned, name + ".moves")
             if os.path.exists(best):
-                with open(best) as f:
-                    listed = [l.strip() for l in f
-                              if l.strip() and not l.startswith("#")]
                 searched = os.path.join(args.out, name + "-searched.mlir")
-                apply_moves(args, source, listed, searched)
+                apply_moves(args, source, read_moves(best), searched)
                 variants.append(("searched", searched))
         for variant, path in variants:
             folder = os.path.join(args.out, "%s-%s" % (name, variant))
