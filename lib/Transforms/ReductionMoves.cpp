@@ -1,11 +1,14 @@
 //===- ReductionMoves.cpp - split_reduction and join_reduction ------------===//
 //
-//                             split_reduction@s:1:s_part
-//   4 8 s[{0}]+=x[{0},{1}]    ------------------------->   4 8 s_part[{0},{1}]=0
-//                                                          | 8 s_part[{0},{1}]+=x[{0},{1}]
-//                             <-------------------------   | 8 s[{0}]+=s_part[{0},{1}]
-//                               join_reduction@s_part
-//                                                          (tmp s_part f32 [4, 8] heap)
+//   4 8 s[{0}]+=x[{0},{1}]
+//
+//      |  split_reduction@s:1:s_part          ^
+//      v                                      |  join_reduction@s_part
+//
+//   tmp s_part f32 [4, 8] heap
+//   4 8 s_part[{0},{1}]=0
+//   | 8 s_part[{0},{1}]+=x[{0},{1}]
+//   | 8 s[{0}]+=s_part[{0},{1}]
 //
 // split_reduction is TVM's rfactor. A reduction R, `out[F] op= expr`, alone
 // in the subtree of a scope S of K iterations at depth d, updates one
@@ -68,16 +71,17 @@ static std::string printed(AccessAttr access) {
 }
 
 /// Refuses a scope between `scope` and `op` (both included) that is not
-/// sequential or unrolled; `what` names the reduction in the message.
+/// sequential or unrolled; the message calls them `scopeName` and `what`.
 static LogicalResult requireSequential(ScopeOp scope, ComputeOp op,
-                                       StringRef what, std::string &reason) {
+                                       StringRef scopeName, StringRef what,
+                                       std::string &reason) {
   for (auto s = cast<ScopeOp>(op->getParentOp());;
        s = cast<ScopeOp>(s->getParentOp())) {
     Mapping mapping = s.getMapping();
     if (mapping != Mapping::seq && mapping != Mapping::unroll)
       return refuse(reason, [&] {
         std::string which =
-            s == scope ? "the scope"
+            s == scope ? scopeName.str()
                        : "the scope at depth " + std::to_string(s.getDepth()) +
                              ", between it and " + what.str() + ",";
         return which + " is mapped " + stringifyMapping(mapping).str() +
@@ -101,9 +105,9 @@ static LogicalResult requireNoReadOf(ComputeOp op, BufferOp buffer,
     return refuse(reason, [&] {
       StringRef array = access.getArray().getValue();
       return subject.str() + " reads '" + array.str() + "', " +
-             (array == updated ? std::string()
-                               : "which shares a buffer with '" +
-                                     updated.str() + "', ") +
+             (array == updated
+                  ? std::string()
+                  : "which shares a buffer with '" + updated.str() + "', ") +
              "which " + updater.str() + " updates";
     });
   }
@@ -140,7 +144,8 @@ static FailureOr<SplitPlan> planSplit(ScopeOp scope, ComputeOp op,
       return "the scope holds " + std::to_string(count) +
              " operations; the reduction must be alone in it";
     });
-  if (failed(requireSequential(scope, op, "the reduction", reason)))
+  if (failed(
+          requireSequential(scope, op, "the scope", "the reduction", reason)))
     return failure();
   // The combine, right after the scope, updates out[F]: F may use only the
   // scopes around it.
@@ -162,8 +167,7 @@ static FailureOr<SplitPlan> planSplit(ScopeOp scope, ComputeOp op,
   KernelOp kernel = op.getKernel();
   SplitPlan plan;
   plan.out = kernel.lookupArray(out);
-  if (failed(requireNoReadOf(op, plan.out, out, "the reduction", "it",
-                             reason)))
+  if (failed(requireNoReadOf(op, plan.out, out, "the reduction", "it", reason)))
     return failure();
   Type type = plan.out.getElementType();
   std::optional<double> identity = getIdentity(op.getReduction(), type);
@@ -280,7 +284,7 @@ struct PartialReduction {
 static ScopeOp getSoleParent(ComputeOp op) {
   auto scope = dyn_cast<ScopeOp>(op->getParentOp());
   return scope && llvm::hasSingleElement(scope.getBodyBlock()) ? scope
-                                                                : ScopeOp();
+                                                               : ScopeOp();
 }
 
 static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
@@ -330,8 +334,7 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
       !isa<FloatAttr>(init.getInputs()[0]) || !match.initScope)
     return refuse(reason, [&] {
       return "the first operation on '" + name.str() +
-             "' is not its initialization by a constant (" + name.str() +
-             "[...]=c), alone in a scope";
+             "' does not set it to a constant alone in a scope";
     });
   ComputeOp combine = match.combine;
   match.combineScope = getSoleParent(combine);
@@ -340,17 +343,27 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
       combine.getReduction() == Reduction::none || !match.combineScope)
     return refuse(reason, [&] {
       return "the last operation on '" + name.str() +
-             "' does not combine it into another array (out[...] op= " +
-             name.str() + "[...]), alone in a scope";
+             "' does not combine it into another array alone in a scope "
+             "(out[...] op= " +
+             name.str() + "[...])";
     });
   ComputeOp reduction = match.reduction;
   Reduction op = combine.getReduction();
-  if (reduction.getOut().getArray().getValue() != name ||
-      reduction.getReduction() != op || reads(reduction))
+  if (reduction.getOut().getArray().getValue() != name)
     return refuse(reason, [&] {
-      return "the operation between does not update '" + name.str() +
-             "' with the combine's " + getAssignToken(op).str() +
-             " without reading it";
+      return "the operation between the initialization and the combine of '" +
+             name.str() + "' does not update it";
+    });
+  if (reduction.getReduction() != op)
+    return refuse(reason, [&] {
+      return "'" + name.str() + "' is updated with " +
+             getAssignToken(reduction.getReduction()).str() +
+             " but combined with " + getAssignToken(op).str();
+    });
+  if (reads(reduction))
+    return refuse(reason, [&] {
+      return "the partial reduction reads '" + name.str() +
+             "', which it updates";
     });
   unsigned depth = match.initScope.getDepth();
   ScopeOp scope = reduction.getDepth() > depth
@@ -363,8 +376,7 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
              name.str() + "' are not in three consecutive sibling scopes";
     });
   uint64_t size = scope.getSize();
-  if (match.initScope.getSize() != size ||
-      match.combineScope.getSize() != size)
+  if (match.initScope.getSize() != size || match.combineScope.getSize() != size)
     return refuse(reason, [&] {
       return "the three scopes have different sizes (" +
              std::to_string(match.initScope.getSize()) + ", " +
@@ -375,11 +387,13 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
   if (count != 1)
     return refuse(reason, [&] {
       return "the scope of the partial reduction holds " +
-             std::to_string(count) + " operations; joined, the reduction "
+             std::to_string(count) +
+             " operations; joined, the reduction "
              "must be alone in it";
     });
-  if (failed(requireSequential(scope, reduction, "the partial reduction",
-                               reason)))
+  if (failed(requireSequential(scope, reduction,
+                               "the scope of the partial reduction",
+                               "the partial reduction", reason)))
     return failure();
   // Every access to p is p[F,{d}], F the combine's output index, which uses
   // only the scopes around the three.
@@ -393,8 +407,8 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
     auto access = dyn_cast<AccessAttr>(attr);
     return access && llvm::equal(access.getLinearForms(), forms);
   };
-  if (!outer || !isPartial(init.getOut()) ||
-      !isPartial(reduction.getOut()) || !isPartial(combine.getInputs()[0]))
+  if (!outer || !isPartial(init.getOut()) || !isPartial(reduction.getOut()) ||
+      !isPartial(combine.getInputs()[0]))
     return refuse(reason, [&] {
       return "the accesses to '" + name.str() + "' are not all " + name.str() +
              "[F,{" + std::to_string(depth) + "}] for the index F of " +
@@ -407,8 +421,7 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
     return refuse(reason, [&] {
       return "'" + name.str() + "' starts at " + formatConstant(start) +
              ", not at the identity of " + getAssignToken(op).str() + " (" +
-             (identity ? formatConstant(*identity) : std::string("none")) +
-             ")";
+             (identity ? formatConstant(*identity) : std::string("none")) + ")";
     });
   KernelOp kernel = buffer->getParentOfType<KernelOp>();
   StringRef out = total.getArray().getValue();
@@ -429,8 +442,7 @@ void mlir::perfdojo::joinReduction(RewriterBase &rewriter, BufferOp buffer) {
   assert(succeeded(match) && "join_reduction applied without its check");
   ComputeOp reduction = match->reduction;
   AccessAttr total = match->combine.getOut();
-  rewriter.modifyOpInPlace(reduction,
-                           [&] { reduction.setOutAttr(total); });
+  rewriter.modifyOpInPlace(reduction, [&] { reduction.setOutAttr(total); });
   rewriter.eraseOp(match->initScope);
   rewriter.eraseOp(match->combineScope);
   rewriter.eraseOp(buffer);
