@@ -290,6 +290,38 @@ void registerCopyMoves(MoveRegistry &registry) {
          ArrayRef<std::string>) { removeCopy(rewriter, loc.buffer); }));
 }
 
+void registerReductionMoves(MoveRegistry &registry) {
+  registry.add(scopeLocal(std::make_unique<FunctionMove>(
+      "split_reduction",
+      "give each iteration of a reduction's scope its own partial result, "
+      "combined after the scope",
+      "join_reduction", LocationKind::Scope,
+      [](const ResolvedLocation &loc, ArrayRef<std::string> params,
+         std::string &reason) {
+        return canSplitReduction(loc.scope, loc.op, params[0], reason);
+      },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string> params) {
+        splitReduction(rewriter, loc.scope, loc.op, params[0]);
+      },
+      ArrayRef<StringRef>{"name"},
+      [](const ResolvedLocation &loc) {
+        ComputeOp op = loc.op;
+        return SmallVector<SmallVector<std::string, 2>>{{getFreshPartialName(
+            loc.kernel, op.getOut().getArray().getValue())}};
+      })));
+
+  registry.add(std::make_unique<FunctionMove>(
+      "join_reduction",
+      "update the combined element in the reduction again and delete its "
+      "partial results",
+      "split_reduction", LocationKind::Buffer,
+      [](const ResolvedLocation &loc, ArrayRef<std::string>,
+         std::string &reason) { return canJoinReduction(loc.buffer, reason); },
+      [](RewriterBase &rewriter, const ResolvedLocation &loc,
+         ArrayRef<std::string>) { joinReduction(rewriter, loc.buffer); }));
+}
+
 void registerSharingMoves(MoveRegistry &registry) {
   registry.add(std::make_unique<FunctionMove>(
       "reuse_buffer",
@@ -465,6 +497,7 @@ void mlir::perfdojo::registerAllMoves() {
 
   registerBufferMoves(registry);
   registerCopyMoves(registry);
+  registerReductionMoves(registry);
   registerSharingMoves(registry);
 
   registry.add(scopeLocal(std::make_unique<FunctionMove>(

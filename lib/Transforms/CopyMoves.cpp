@@ -216,8 +216,7 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
   return tile;
 }
 
-/// True if a buffer or an array of `kernel` is named `name`.
-static bool isNameTaken(KernelOp kernel, StringRef name) {
+bool mlir::perfdojo::isNameTaken(KernelOp kernel, StringRef name) {
   auto taken = CheckCache::getShared<llvm::StringSet<>>(
       kernel, CheckCache::Question::TakenNames, [&] {
         llvm::StringSet<> names;

@@ -164,6 +164,35 @@ std::string getFreshCopyName(KernelOp kernel, StringRef array);
 LogicalResult canRemoveCopy(BufferOp buffer, std::string &reason);
 void removeCopy(RewriterBase &rewriter, BufferOp buffer);
 
+//===- Reductions ---------------------------------------------------------===//
+
+/// Gives each iteration of `scope` S (K iterations at depth d) its own
+/// partial result of the reduction `op`, `out[F] op= expr`, alone in S:
+/// a new temporary `name` of out's shape and K, set to the identity of
+/// `op` by a new scope of K right before S; `op` updates `name[F,{d}]`
+/// instead; a new scope of K right after S combines the partials into
+/// `out[F]`. Legal when S and the scopes between it and `op` are
+/// sequential or unrolled, F uses only the scopes around S, and `op` reads
+/// nothing of out's buffer. The updates are reassociated.
+LogicalResult canSplitReduction(ScopeOp scope, ComputeOp op, StringRef name,
+                                std::string &reason);
+void splitReduction(RewriterBase &rewriter, ScopeOp scope, ComputeOp op,
+                    StringRef name);
+/// `out` + "_part", numbered from 2 when taken.
+std::string getFreshPartialName(KernelOp kernel, StringRef out);
+
+/// split_reduction's inverse: `buffer` holds the partial results of a
+/// split reduction, accessed only by its three consecutive sibling scopes
+/// (initialization, partial reduction, combine); the reduction updates the
+/// combined element again, and the other two scopes and the buffer go.
+LogicalResult canJoinReduction(BufferOp buffer, std::string &reason);
+void joinReduction(RewriterBase &rewriter, BufferOp buffer);
+
+//===- Names --------------------------------------------------------------===//
+
+/// True if a buffer or an array of `kernel` is named `name`.
+bool isNameTaken(KernelOp kernel, StringRef name);
+
 } // namespace perfdojo
 } // namespace mlir
 
