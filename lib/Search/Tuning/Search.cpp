@@ -1092,7 +1092,15 @@ public:
       rollBackTo(before);
       return false;
     }
-    (void)apply("set_location@" + partial + ":shared");
+    // Shared memory when the whole buffer fits a block's (the lowering
+    // allocates a shared buffer's stored elements in every block).
+    for (BufferOp buffer : env.getKernel().getBuffers())
+      if (buffer.getSymName() == partial &&
+          buffer.getStoredElementCount() *
+                  std::max<int64_t>(
+                      1, buffer.getElementType().getIntOrFloatBitWidth() / 8) <=
+              target.maxSharedBytes)
+        (void)apply("set_location@" + partial + ":shared");
     // The partials' initialization, before them, over the threads too.
     if (ScopeOp init = scopeAt(partial + ":" + std::to_string(depth)))
       (void)spreadOverThreads(init, /*outerToGrid=*/false);
