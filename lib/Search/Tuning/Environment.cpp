@@ -125,7 +125,10 @@ Measurement Environment::evaluateCurrent(bool asReference) {
     return m;
   }
   EvaluationResult result = evaluate(kernel, options.evaluation);
-  ++evaluations;
+  // With a runner, only what runs on the target counts as measured: the
+  // reference run on this CPU does not.
+  if (!options.runner)
+    ++evaluations;
   if (result.ok() && !asReference) {
     if (interpreted)
       compareWithReference(*interpreted, options.tolerance, result);
@@ -158,12 +161,8 @@ Measurement Environment::measureStart() {
   } else {
     double slow = options.evaluation.slowSeconds;
     options.evaluation.slowSeconds = 0;
-    unsigned counted = evaluations;
     startMeasurement = evaluateCurrent(/*asReference=*/true);
     options.evaluation.slowSeconds = slow;
-    // With a runner, only what runs on the target counts as measured.
-    if (options.runner)
-      evaluations = counted;
   }
   if (startMeasurement.ok() && options.checkAgainstInterpreter) {
     // The float64 reference, on the evaluator's inputs.
