@@ -127,8 +127,12 @@ private:
 
   /// Splits the tree into launches and checks each against the hardware.
   LogicalResult planLaunches();
-  /// Decides where every temporary lives.
+  /// Decides where every temporary lives, and which dimensions of shared
+  /// buffers a block stores as one slot.
   LogicalResult placeTemporaries();
+  /// The memref type of `buffer`'s stored elements in `space` (a collapsed
+  /// dimension stores one).
+  MemRefType storedType(BufferOp buffer, Attribute space = {});
   /// Emits the kernel of `launch` and its launch from the host.
   LogicalResult lowerLaunch(Launch &launch, unsigned index,
                             gpu::GPUModuleOp module, OpBuilder &host);
@@ -215,6 +219,46 @@ LogicalResult GPUKernelLowering::planLaunches() {
   return success();
 }
 
+/// The dimensions of the shared `buffer` that a block touches at one index
+/// only, given the operations `ops` of `launch` that access it: every
+/// access indexes the dimension by exactly {g}, the variable of one of the
+/// launch's grid scopes (coefficient 1, nothing else), the same g for all.
+/// Grid scope g is the g-th of the chain at the top of the launch, around
+/// every operation of it; in a block, {g} is the block's coordinate there.
+static SmallVector<bool> getPerBlockDims(BufferOp buffer,
+                                         ArrayRef<ComputeOp> ops,
+                                         const Launch &launch) {
+  unsigned rank = buffer.getShape().size();
+  SmallVector<bool> perBlock(rank, !ops.empty());
+  SmallVector<std::optional<unsigned>> grid(rank);
+  ArrayAttr arrays = buffer.getArrays();
+  auto visit = [&](AccessAttr access) {
+    if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
+                            access.getArray().getValue()))
+      return;
+    for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+      // The form is {g} when its last coefficient, that of {g}, is its only
+      // one and 1, with no constant.
+      std::optional<unsigned> g;
+      unsigned dims = form.getNumDims();
+      if (dims && dims <= launch.grid.size() && form.constant == 0 &&
+          form.coeffs.back() == 1 && llvm::count(form.coeffs, 0) == dims - 1)
+        g = dims - 1;
+      if (!g || (grid[d] && grid[d] != g))
+        perBlock[d] = false;
+      else
+        grid[d] = g;
+    }
+  };
+  for (ComputeOp op : ops) {
+    visit(op.getOut());
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        visit(access);
+  }
+  return perBlock;
+}
+
 /// The launch whose root holds `op`.
 static int findLaunch(ArrayRef<Launch> launches, Operation *op) {
   for (auto [i, launch] : llvm::enumerate(launches))
@@ -252,8 +296,13 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
       placement[buffer] = Placement::Shared;
       if (used.empty())
         continue;
+      // A block needs one slot of a dimension indexed by its coordinate.
+      SmallVector<bool> perBlock =
+          getPerBlockDims(buffer, ops, launches[used.front()]);
+      if (llvm::is_contained(perBlock, true))
+        collapsedDims[buffer] = perBlock;
       int64_t bytes =
-          buffer.getStoredElementCount() *
+          storedType(buffer).getNumElements() *
           llvm::divideCeil(buffer.getElementType().getIntOrFloatBitWidth(), 8);
       sharedBytes[used.front()] += bytes;
       if (sharedBytes[used.front()] > maxShared)
@@ -483,11 +532,10 @@ void GPUKernelLowering::emitVectorStore(Value value, Value memref,
   KernelEmitter::emitVectorStore(value, memref, at, access, reduce);
 }
 
-/// The memref type of `buffer`'s stored elements in `space`.
-static MemRefType storedType(BufferOp buffer, Attribute space = {}) {
+MemRefType GPUKernelLowering::storedType(BufferOp buffer, Attribute space) {
   SmallVector<int64_t> stored;
   for (unsigned d = 0; d < buffer.getShape().size(); ++d)
-    stored.push_back(buffer.getStoredExtent(d));
+    stored.push_back(isCollapsed(buffer, d) ? 1 : buffer.getStoredExtent(d));
   return MemRefType::get(stored, buffer.getElementType(),
                          MemRefLayoutAttrInterface(), space);
 }

@@ -159,6 +159,10 @@ SmallVector<Value> KernelEmitter::indices(AccessAttr access, int64_t lane) {
   BufferOp buffer = bufferOf(access.getArray().getValue());
   SmallVector<Value> result;
   for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+    if (isCollapsed(buffer, d)) {
+      result.push_back(constantIndex(0));
+      continue;
+    }
     int64_t constant = form.constant;
     Value sum;
     for (unsigned v = 0; v < form.getNumDims(); ++v) {

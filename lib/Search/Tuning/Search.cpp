@@ -1092,19 +1092,53 @@ public:
       rollBackTo(before);
       return false;
     }
-    // Shared memory when the whole buffer fits a block's (the lowering
-    // allocates a shared buffer's stored elements in every block).
+    // Shared memory when a block's part of the partials fits.
     for (BufferOp buffer : env.getKernel().getBuffers())
       if (buffer.getSymName() == partial &&
-          buffer.getStoredElementCount() *
-                  std::max<int64_t>(
-                      1, buffer.getElementType().getIntOrFloatBitWidth() / 8) <=
-              target.maxSharedBytes)
+          perBlockBytes(buffer) <= target.maxSharedBytes)
         (void)apply("set_location@" + partial + ":shared");
     // The partials' initialization, before them, over the threads too.
     if (ScopeOp init = scopeAt(partial + ":" + std::to_string(depth)))
       (void)spreadOverThreads(init, /*outerToGrid=*/false);
     return true;
+  }
+  /// The bytes of `buffer` that one block stores in shared memory: the GPU
+  /// lowering keeps one slot of a dimension that every access indexes by
+  /// the variable of a grid scope alone (the block's coordinate there).
+  int64_t perBlockBytes(BufferOp buffer) {
+    unsigned rank = buffer.getShape().size();
+    SmallVector<bool> perBlock(rank, true);
+    ArrayAttr arrays = buffer.getArrays();
+    auto visit = [&](ComputeOp op, AccessAttr access) {
+      if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
+                              access.getArray().getValue()))
+        return;
+      SmallVector<ScopeOp> scopes; // outermost first
+      for (auto s = op->getParentOfType<ScopeOp>(); s;
+           s = s->getParentOfType<ScopeOp>())
+        scopes.insert(scopes.begin(), s);
+      for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+        unsigned dims = form.getNumDims();
+        bool byGrid = dims && dims <= scopes.size() && form.constant == 0 &&
+                      form.coeffs.back() == 1 &&
+                      llvm::count(form.coeffs, 0) == dims - 1 &&
+                      scopes[dims - 1].getMapping() == Mapping::grid;
+        if (d < rank && !byGrid)
+          perBlock[d] = false;
+      }
+    };
+    env.getKernel().walk([&](ComputeOp op) {
+      visit(op, op.getOut());
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          visit(op, access);
+    });
+    int64_t elements = 1;
+    for (unsigned d = 0; d < rank; ++d)
+      if (!perBlock[d])
+        elements *= buffer.getStoredExtent(d);
+    return elements * std::max<int64_t>(
+                          1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
   }
   /// The scope at a scope location (`array[#n]:depth`), or null.
   ScopeOp scopeAt(const std::string &location) {

@@ -8,7 +8,8 @@
 //   - the tree walk (lowerBlock, sequential and unrolled scopes as
 //     `scf.for`, vector scopes as lanes, compute operations);
 //   - access classification in the lanes (invariant, contiguous,
-//     scattered) and the stored indices of an access (reuse as `mod`);
+//     scattered) and the stored indices of an access (reuse as `mod`,
+//     a dimension the target collapsed to one slot as 0);
 //   - loads, stores and reductions into elements, scalar or vector;
 //   - the scalar primitives in `arith`/`math`, conversions, constants and
 //     horizontal reductions of lanes.
@@ -26,6 +27,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir {
@@ -104,6 +106,12 @@ protected:
   /// The stored indices of `access`, with the lane variable (if any) at
   /// `lane`.
   SmallVector<Value> indices(AccessAttr access, int64_t lane);
+  /// Whether dimension `dim` of `buffer` is stored as one slot (see
+  /// collapsedDims).
+  bool isCollapsed(BufferOp buffer, unsigned dim) const {
+    auto it = collapsedDims.find(buffer);
+    return it != collapsedDims.end() && it->second[dim];
+  }
 
   /// Lane-invariant, contiguous, or neither, for `access` in the lanes.
   enum class Pattern { Invariant, Contiguous, Scattered };
@@ -154,6 +162,11 @@ protected:
   Location loc;
   llvm::StringMap<BufferOp> buffers;
   llvm::StringMap<Value> memrefs;
+  /// Per buffer, which dimensions its memref stores as a single slot,
+  /// indexed by 0. A target collapses a dimension where each instance of
+  /// the code it emits touches one index of it only (the GPU lowering: a
+  /// shared buffer's dimension indexed by the block's coordinate).
+  llvm::DenseMap<Operation *, SmallVector<bool>> collapsedDims;
   /// The iteration variable of each enclosing scope; null for the lanes.
   SmallVector<Value> ivs;
   Lanes lanes;
