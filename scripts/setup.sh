@@ -2,8 +2,12 @@
 #===- scripts/setup.sh - Install dependencies and build PerfDojo ----------===#
 #
 # Installs every Debian package PerfDojo needs (skipping those already
-# present) and builds it into build/. Safe to run again: it only rebuilds
-# what changed.
+# present), makes the Python virtual environment .venv (Debian's python3 with
+# the PyPI packages of python/requirements.txt: nanobind, numpy, gymnasium,
+# onnx, pytest) and builds everything into build/, the Python package
+# included (build/python_packages, on .venv's path). Safe to run again: it
+# only rebuilds what changed. Then `. .venv/bin/activate` for
+# `import perfdojo`.
 #
 #===-----------------------------------------------------------------------===#
 set -euo pipefail
@@ -18,6 +22,7 @@ packages=(
   libsqlite3-dev                                           # tuning database
   libtcmalloc-minimal4                                     # faster malloc
   python3 python3-numpy                                    # reference checks
+  python3-dev python3-venv                                 # the Python package
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -33,6 +38,20 @@ if [ ${#missing[@]} -gt 0 ]; then
     --no-install-recommends "${missing[@]}"
 fi
 
+# The virtual environment, from Debian's Python (whatever python3 comes
+# first on PATH), with the packages pinned in python/requirements.txt.
+if [ ! -x .venv/bin/python ]; then
+  /usr/bin/python3 -m venv .venv
+fi
+if ! cmp -s python/requirements.txt .venv/requirements.installed; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check \
+    -r python/requirements.txt
+  cp python/requirements.txt .venv/requirements.installed
+fi
+# `import perfdojo` in .venv finds the package the build assembles.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/build/python_packages" > "$site/perfdojo-build.pth"
+
 llvm_prefix=$(llvm-config-22 --prefix)
 if [ ! -f build/build.ninja ]; then
   cmake -G Ninja -S . -B build \
@@ -40,6 +59,11 @@ if [ ! -f build/build.ninja ]; then
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DLLVM_USE_LINKER=lld \
     -DLLVM_ENABLE_ASSERTIONS=ON \
-    -DMLIR_DIR="$llvm_prefix/lib/cmake/mlir"
+    -DMLIR_DIR="$llvm_prefix/lib/cmake/mlir" \
+    -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DPERFDOJO_ENABLE_PYTHON=ON
+elif ! grep -q "^Python_EXECUTABLE:.*$PWD/.venv/bin/python" build/CMakeCache.txt; then
+  # A build configured before the Python package existed.
+  cmake -S . -B build -DPython_EXECUTABLE="$PWD/.venv/bin/python" \
+    -DPERFDOJO_ENABLE_PYTHON=ON
 fi
 cmake --build build

@@ -503,6 +503,34 @@ void Interpreter::fillInputs(uint64_t seed) {
   }
 }
 
+LogicalResult Interpreter::setInput(StringRef name, ArrayRef<double> values,
+                                    std::string &error) {
+  for (BufferData &b : impl->buffers) {
+    if (b.name != name)
+      continue;
+    if (b.role != Role::in) {
+      error = "buffer '" + name.str() + "' is not an input of the kernel";
+      return failure();
+    }
+    // Inputs are never reused (only temporaries are): stored = logical.
+    int64_t count = b.getNumElements();
+    if (int64_t(values.size()) != count) {
+      error = "input '" + name.str() + "' has " +
+              std::to_string(values.size()) + " values, the kernel's buffer " +
+              std::to_string(count);
+      return failure();
+    }
+    if (b.isFloat)
+      b.floats.assign(values.begin(), values.end());
+    else
+      for (auto [to, from] : llvm::zip(b.ints, values))
+        to = int64_t(from);
+    return success();
+  }
+  error = "the kernel has no buffer named '" + name.str() + "'";
+  return failure();
+}
+
 LogicalResult Interpreter::run(uint64_t maxOperations) {
   impl->executed = 0;
   impl->maxOperations = maxOperations;

@@ -22,6 +22,8 @@ namespace mlir {
 class ExecutionEngine;
 namespace perfdojo {
 
+struct OutputData;
+
 struct EvaluationOptions {
   /// OpenMP threads for parallel scopes.
   unsigned threads = 1;
@@ -35,6 +37,11 @@ struct EvaluationOptions {
   double timeLimit = 60;
   /// Seed of the inputs (see InputGenerator).
   uint64_t seed = 1;
+  /// Values of inputs given by the caller (Python, an ONNX test), each
+  /// named after an `in` buffer, in row-major order with the buffer's
+  /// logical element count; the other inputs come from the seed. Shared so
+  /// that copying the options stays cheap.
+  std::shared_ptr<const std::vector<OutputData>> inputs;
   /// When positive: once a timed run takes longer than this, no further
   /// runs are made and that run's time is the only one (the warm-up, which
   /// pays one-time costs, always runs and never counts). A
@@ -64,7 +71,8 @@ enum class EvaluationStatus {
 
 StringRef stringifyEvaluationStatus(EvaluationStatus status);
 
-/// The outputs of one compiled run, as doubles in row-major order.
+/// The values of one buffer (an output of a compiled run, or an input
+/// given to one), as doubles in row-major order.
 struct OutputData {
   std::string name;
   SmallVector<int64_t> shape;

@@ -69,6 +69,12 @@ public:
   /// [-1, 1), integers uniform in [-8, 8]. Deterministic for a given seed on
   /// every platform.
   void fillInputs(uint64_t seed);
+  /// Sets the `in` buffer `name` to `values`, in row-major order of its
+  /// logical shape (integers are truncated for an integer buffer). Fails,
+  /// with `error`, for an unknown name, a buffer that is not an input or a
+  /// count that is not the buffer's element count.
+  LogicalResult setInput(StringRef name, ArrayRef<double> values,
+                         std::string &error);
 
   /// Runs the kernel once. Fails with a diagnostic at the operation that
   /// read an unwritten element, divided by zero, etc., or that would exceed

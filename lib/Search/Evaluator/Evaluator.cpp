@@ -205,6 +205,16 @@ struct ChildReport {
   char reason[4096];
 };
 
+/// The caller's values for the input `name`, if it gave some.
+static const OutputData *findGivenInput(const EvaluationOptions &options,
+                                        StringRef name) {
+  if (options.inputs)
+    for (const OutputData &input : *options.inputs)
+      if (input.name == name)
+        return &input;
+  return nullptr;
+}
+
 /// The memory of one run: the kernel's inputs and outputs in private memory,
 /// filled here from the shared generator and inherited by the child; the
 /// memref descriptors that point into them; and the area shared with the
@@ -233,6 +243,19 @@ public:
         continue;
       ElementFormat format = ElementFormat::of(buffer.elementType);
       bool fp = format.kind != ElementFormat::Int;
+      if (const OutputData *given = findGivenInput(options, buffer.name)) {
+        if (int64_t(given->values.size()) != count) {
+          error = "input '" + buffer.name + "' has " +
+                  std::to_string(given->values.size()) +
+                  " values, the kernel's buffer " + std::to_string(count);
+          return;
+        }
+        for (int64_t i = 0; i < count; ++i) {
+          double v = given->values[i];
+          format.store(data + i * width, v, fp ? 0 : int64_t(v));
+        }
+        continue;
+      }
       for (int64_t i = 0; i < count; ++i) {
         double f = fp ? generator.nextFloat() : 0;
         int64_t n = fp ? 0 : generator.nextInt();
