@@ -60,6 +60,9 @@ FEATURE_NAMES = (
     "moves_taken",
 )
 
+#: Upper bound of every feature (counts of a program's parts, log2 sizes).
+FEATURE_BOUND = 1e6
+
 _MAPPING = re.compile(r"^\d+(?::([upvgbw]))?$")
 
 
@@ -97,7 +100,7 @@ def program_features(text: str, moves_taken: int = 0) -> np.ndarray:
             mapping["gpu" if kind in ("g", "b", "w") else kind] += 1
         statement = tokens[-1]
         reductions += any(a in statement for a in ("]+=", "]*=", "]max=", "]min="))
-    return np.array(
+    features = np.array(
         [
             ops,
             scopes,
@@ -115,6 +118,7 @@ def program_features(text: str, moves_taken: int = 0) -> np.ndarray:
         ],
         dtype=np.float32,
     )
+    return np.minimum(features, FEATURE_BOUND)
 
 
 class PerfDojoEnv(gymnasium.Env):
@@ -179,7 +183,7 @@ class PerfDojoEnv(gymnasium.Env):
                 {
                     "text": text,
                     "features": spaces.Box(
-                        0.0, np.inf, shape=(len(FEATURE_NAMES),), dtype=np.float32
+                        0.0, FEATURE_BOUND, shape=(len(FEATURE_NAMES),), dtype=np.float32
                     ),
                 }
             )

@@ -379,7 +379,7 @@ PyRunResult runCompiled(PyKernel &kernel,
     EvaluationResult r;
     if (std::optional<std::string> why = getCPUIncompatibility(k)) {
       r.status = EvaluationStatus::CompileError;
-      r.reason = *why;
+      r.reason = "cannot run on this CPU: " + *why;
       return r;
     }
     auto compiled = CompiledKernel::compile(k, r, options);
