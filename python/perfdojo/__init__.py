@@ -122,14 +122,20 @@ class Kernel:
 
     # -- construction -----------------------------------------------------
     @staticmethod
-    def parse_all(text: str, name: str = "<string>") -> list["Kernel"]:
-        """Every kernel of `text` (text form); `name` names it in errors."""
-        return [Kernel(k) for k in _core.parse_text(text, name)]
+    def parse_all(text: str, name: str = "<string>", format: str = "pd") -> list["Kernel"]:
+        """Every kernel of `text`, in the text form (`format` ``"pd"``) or
+        in MLIR (``"mlir"``); `name` names the source in errors."""
+        return [Kernel(k) for k in _core.parse_text(text, name, format)]
 
     @staticmethod
-    def parse(text: str, name: str = "<string>") -> "Kernel":
+    def parse(text: str, name: str = "<string>", format: str = "pd") -> "Kernel":
         """The one kernel of `text` (an error if it holds several)."""
-        return _single(Kernel.parse_all(text, name), name)
+        return _single(Kernel.parse_all(text, name, format), name)
+
+    @staticmethod
+    def from_mlir(text: str, name: str = "<string>") -> "Kernel":
+        """The one kernel of an MLIR module (the perfdojo dialect)."""
+        return Kernel.parse(text, name, "mlir")
 
     @staticmethod
     def load_all(path: Union[str, os.PathLike], format: str = "") -> list["Kernel"]:

@@ -207,14 +207,27 @@ std::vector<std::unique_ptr<PyKernel>> splitKernels(ModuleOp module) {
   return kernels;
 }
 
+/// Every kernel of `text`, in the text form or MLIR (`format` "pd" or
+/// "mlir"); `name` names the source in errors.
 std::vector<std::unique_ptr<PyKernel>> parseText(const std::string &text,
-                                                 const std::string &name) {
+                                                 const std::string &name,
+                                                 const std::string &format) {
+  if (format != "pd" && format != "mlir")
+    throw Error("unknown format '" + format + "' (expected pd or mlir)");
   return call([&] {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, name), llvm::SMLoc());
     Diagnostics diagnostics;
-    OwningOpRef<ModuleOp> module = importTextForm(text, name, &getContext());
+    std::string error;
+    OwningOpRef<ModuleOp> module =
+        parseKernelFile(sourceMgr, name, format, &getContext(), error);
     if (!module)
-      throw Error(diagnostics.str());
-    return splitKernels(*module);
+      throw Error(error.empty() ? diagnostics.str() : error);
+    std::vector<std::unique_ptr<PyKernel>> kernels = splitKernels(*module);
+    if (kernels.empty())
+      throw Error(name + " holds no perfdojo.kernel");
+    return kernels;
   });
 }
 
@@ -738,7 +751,7 @@ NB_MODULE(_core, m) {
                    "hash of the canonical text (16 hex digits)")
       .def_prop_ro("buffers", &PyKernel::getBuffers);
   m.def("parse_text", &parseText, nb::arg("text"), nb::arg("name"),
-        "Every kernel of a text-form (or MLIR) source");
+        nb::arg("format"), "Every kernel of a text-form or MLIR source");
   m.def("load_file", &loadFile, nb::arg("path"), nb::arg("format") = "",
         "Every kernel of a .pd or .mlir file");
   m.def("interpret", &interpret, nb::arg("kernel"), nb::arg("inputs"),

@@ -26,6 +26,9 @@ def test_parse_prints_the_canonical_text(softmax_text):
     ]
     assert [b.name for b in k.outputs] == ["y"]
     assert "perfdojo.kernel" in k.mlir
+    assert perfdojo.Kernel.from_mlir(k.mlir).text == k.text
+    with pytest.raises(perfdojo.Error, match="unknown format 'onnx'"):
+        perfdojo.Kernel.parse(softmax_text, format="onnx")
 
 
 def test_parse_errors_name_file_line_and_column():
