@@ -111,14 +111,21 @@ std::recursive_mutex &coreMutex() {
 
 /// Runs `body` on a thread with the tools' stack, holding the core's lock,
 /// without the GIL; rethrows what it threw here.
+/// Whether this thread runs a call's body (a call made from inside one runs
+/// in place: taking the lock from another thread would wait forever).
+thread_local bool inCall = false;
+
 template <typename Body>
 auto call(Body body) -> decltype(body()) {
   using Result = decltype(body());
+  if (inCall)
+    return body();
   nb::gil_scoped_release release;
   std::lock_guard<std::recursive_mutex> lock(coreMutex());
   std::exception_ptr thrown;
   std::optional<std::conditional_t<std::is_void_v<Result>, int, Result>> out;
   llvm::thread worker(std::optional<unsigned>(kToolStackBytes), [&] {
+    inCall = true;
     try {
       if constexpr (std::is_void_v<Result>) {
         body();
