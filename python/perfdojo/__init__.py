@@ -86,6 +86,7 @@ class RunResult:
         self.status: str = core.status
         self.reason: str = core.reason
         self.compile_seconds: float = core.compile_seconds
+        self.max_error: float = core.max_error
         self.times: list[float] = list(core.times)
         self.outputs: dict[str, np.ndarray] = {
             name: array.astype(dtypes[name], copy=False)
@@ -226,11 +227,19 @@ class Kernel:
         warmup: int = 0,
         repetitions: int = 1,
         time_limit: float = 60.0,
+        check: bool = False,
+        tolerance: float = 2e-3,
+        max_mib: int = 8192,
     ) -> RunResult:
-        """Compiles the kernel for this CPU and runs it in a child process.
+        """Compiles the kernel for this CPU and runs it in a child process:
+        `warmup` untimed runs, then `repetitions` timed ones.
 
         A crash, a timeout or a compile error comes back as the result's
-        status and reason (it never takes Python down).
+        status and reason (it never takes Python down). With `check`, the
+        outputs are compared with the interpreter's on the same inputs: a
+        difference beyond `tolerance` (relative to each output's largest
+        magnitude) makes the status ``wrong-answer``; `max_error` is the
+        largest difference seen.
         """
         core = _core.run_compiled(
             self._core,
@@ -240,6 +249,9 @@ class Kernel:
             warmup,
             repetitions,
             time_limit,
+            check,
+            tolerance,
+            max_mib,
         )
         return RunResult(core, self._dtypes())
 

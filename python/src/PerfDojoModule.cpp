@@ -369,14 +369,21 @@ Outputs interpret(PyKernel &kernel,
 struct PyRunResult {
   std::string status, reason;
   double compileSeconds = 0;
+  /// With a check: the largest difference from the interpreter, relative.
+  double maxError = 0;
   std::vector<double> times;
   Outputs outputs;
 };
 
+/// Compiles the kernel for this CPU and runs it in a child process; with
+/// `check`, compares its outputs with the interpreter's on the same inputs
+/// (see compareWithReference: `tolerance` relative to each output's
+/// largest magnitude).
 PyRunResult runCompiled(PyKernel &kernel,
                         const std::vector<std::pair<std::string, InArray>> &given,
                         uint64_t seed, unsigned threads, unsigned warmup,
-                        unsigned repetitions, double timeLimit) {
+                        unsigned repetitions, double timeLimit, bool check,
+                        double tolerance, uint64_t maxMiB) {
   std::vector<NamedValues> inputs = readInputs(given);
   EvaluationResult result = call([&] {
     KernelOp k = kernel.get();
@@ -403,14 +410,31 @@ PyRunResult runCompiled(PyKernel &kernel,
       return r;
     }
     auto compiled = CompiledKernel::compile(k, r, options);
-    if (succeeded(compiled))
-      (*compiled)->run(options, r);
+    if (failed(compiled))
+      return r;
+    (*compiled)->run(options, r);
+    if (!check || !r.ok())
+      return r;
+    Diagnostics diagnostics;
+    auto interpreter = Interpreter::create(k, Interpreter::mebibytes(maxMiB));
+    if (failed(interpreter))
+      throw Error("checking against the interpreter: " + diagnostics.str());
+    (*interpreter)->fillInputs(seed);
+    for (const NamedValues &input : inputs) {
+      std::string error;
+      if (failed((*interpreter)->setInput(input.name, input.values, error)))
+        throw Error(error);
+    }
+    if (failed((*interpreter)->run()))
+      throw Error("checking against the interpreter: " + diagnostics.str());
+    compareWithReference(**interpreter, tolerance, r);
     return r;
   });
   PyRunResult out;
   out.status = stringifyEvaluationStatus(result.status).str();
   out.reason = result.reason;
   out.compileSeconds = result.compileSeconds;
+  out.maxError = result.maxError;
   out.times = result.times;
   for (OutputData &o : result.outputs)
     out.outputs.emplace_back(o.name, toArray(std::move(o.values), o.shape));
@@ -768,6 +792,7 @@ NB_MODULE(_core, m) {
       .def_ro("status", &PyRunResult::status)
       .def_ro("reason", &PyRunResult::reason)
       .def_ro("compile_seconds", &PyRunResult::compileSeconds)
+      .def_ro("max_error", &PyRunResult::maxError)
       .def_ro("times", &PyRunResult::times)
       // By value: the arrays keep their own owners alive.
       .def_prop_ro(
@@ -775,7 +800,8 @@ NB_MODULE(_core, m) {
           nb::rv_policy::move);
   m.def("run_compiled", &runCompiled, nb::arg("kernel"), nb::arg("inputs"),
         nb::arg("seed"), nb::arg("threads"), nb::arg("warmup"),
-        nb::arg("repetitions"), nb::arg("time_limit"));
+        nb::arg("repetitions"), nb::arg("time_limit"), nb::arg("check"),
+        nb::arg("tolerance"), nb::arg("max_mib"));
 
   nb::class_<PyMove>(m, "Move", "A legal move: name, location, parameters")
       .def_ro("name", &PyMove::name)

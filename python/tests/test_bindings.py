@@ -64,6 +64,8 @@ def test_interpret_and_run_on_given_inputs(softmax_text):
     result = k.evaluate({"x": x}, repetitions=3)
     assert result.ok and len(result.times) == 3 and result.compile_seconds > 0
     np.testing.assert_allclose(result.outputs["y"], expected, rtol=1e-5, atol=1e-7)
+    checked = k.evaluate({"x": x}, check=True)
+    assert checked.ok and 0 <= checked.max_error < 1e-5
     # Inputs not given come from the seed, as in every tool.
     a, b = k.interpret(seed=5)["y"], k.run(seed=5)["y"]
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
@@ -176,3 +178,15 @@ def test_catalogue():
     assert len(moves) == len(perfdojo.moves()) >= 30
     assert moves["split_reduction"].inverse == "join_reduction"
     assert moves["tile_scope"].location_kind == "scope" and moves["tile_scope"].params
+
+
+def test_check_finds_float32_results_far_from_the_interpreter():
+    # (x + 1e8) - 1e8 is x in the float64 interpreter, 0 in float32.
+    k = perfdojo.Kernel.parse(
+        "kernel c\nin x f32 [16] heap\nout y f32 [16] heap\ntmp t f32 [16] heap\n"
+        "16 t[{0}]=x[{0}]+1e+08\n16 y[{0}]=t[{0}]-1e+08\n"
+    )
+    result = k.evaluate(check=True)
+    assert result.status == "wrong-answer" and result.max_error > 0.5
+    assert "y" in result.reason
+    assert k.evaluate().ok
