@@ -214,49 +214,46 @@ std::vector<std::unique_ptr<PyKernel>> splitKernels(ModuleOp module) {
   return kernels;
 }
 
+/// Every kernel of `source`, parsed as `format` ("pd", "mlir", or from the
+/// extension of `name` when empty); `name` names the source in errors.
+std::vector<std::unique_ptr<PyKernel>>
+parseSource(std::unique_ptr<llvm::MemoryBuffer> source, const std::string &name,
+            const std::string &format) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(source), llvm::SMLoc());
+  Diagnostics diagnostics;
+  std::string error;
+  OwningOpRef<ModuleOp> module =
+      parseKernelFile(sourceMgr, name, format, &getContext(), error);
+  if (!module)
+    throw Error(error.empty() ? diagnostics.str() : error);
+  std::vector<std::unique_ptr<PyKernel>> kernels = splitKernels(*module);
+  if (kernels.empty())
+    throw Error(name + " holds no perfdojo.kernel");
+  return kernels;
+}
+
 /// Every kernel of `text`, in the text form or MLIR (`format` "pd" or
-/// "mlir"); `name` names the source in errors.
+/// "mlir").
 std::vector<std::unique_ptr<PyKernel>> parseText(const std::string &text,
                                                  const std::string &name,
                                                  const std::string &format) {
   if (format != "pd" && format != "mlir")
     throw Error("unknown format '" + format + "' (expected pd or mlir)");
   return call([&] {
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(text, name), llvm::SMLoc());
-    Diagnostics diagnostics;
-    std::string error;
-    OwningOpRef<ModuleOp> module =
-        parseKernelFile(sourceMgr, name, format, &getContext(), error);
-    if (!module)
-      throw Error(error.empty() ? diagnostics.str() : error);
-    std::vector<std::unique_ptr<PyKernel>> kernels = splitKernels(*module);
-    if (kernels.empty())
-      throw Error(name + " holds no perfdojo.kernel");
-    return kernels;
+    return parseSource(llvm::MemoryBuffer::getMemBufferCopy(text, name), name,
+                       format);
   });
 }
 
-/// A kernel file, `.pd` or `.mlir` (or as `format` says).
+/// Every kernel of a file, `.pd` or `.mlir` (or as `format` says).
 std::vector<std::unique_ptr<PyKernel>> loadFile(const std::string &path,
                                                 const std::string &format) {
   return call([&] {
-    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+    auto buffer = llvm::MemoryBuffer::getFile(path);
     if (!buffer)
       throw Error("cannot read '" + path + "': " + buffer.getError().message());
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-    Diagnostics diagnostics;
-    std::string error;
-    OwningOpRef<ModuleOp> module =
-        parseKernelFile(sourceMgr, path, format, &getContext(), error);
-    if (!module)
-      throw Error(error.empty() ? diagnostics.str() : error);
-    std::vector<std::unique_ptr<PyKernel>> kernels = splitKernels(*module);
-    if (kernels.empty())
-      throw Error("'" + path + "' holds no perfdojo.kernel");
-    return kernels;
+    return parseSource(std::move(*buffer), path, format);
   });
 }
 
