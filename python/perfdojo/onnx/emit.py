@@ -320,4 +320,4 @@ class Ctx:
              pre: Optional[str] = None) -> Val:
         s = self.reduce(x, axes, "add", keepdims, pre)
         n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-        return self.div(s, float(n)) if n != 1 else s
+        return self.div(s, float(n), out=s) if n != 1 else s

@@ -336,6 +336,13 @@ def _try_fold(node, idx, consts, types, model) -> Optional[List[np.ndarray]]:
 # --------------------------------------------------------------------------
 # Emission
 # --------------------------------------------------------------------------
+def _hint(onnx_name: str) -> str:
+    """A readable buffer-name hint: expanded function bodies prefix their
+    tensors with the function's node (``..._expanded_function_X2D``); keep
+    the tensor's own part."""
+    return re.split(r"_expanded_function_|_fn_", onnx_name)[-1] or onnx_name
+
+
 def _dtype_name(elem: int) -> str:
     return onnx.TensorProto.DataType.Name(elem)
 
@@ -400,7 +407,7 @@ class _Importer:
             return v
         # a graph input, or (per-node mode) another kernel's output
         shape, elem = self.tensor_type(name, where)
-        b = ks.kb.buffer(name, "in", ONNX_DTYPES[elem], shape, onnx_name=name)
+        b = ks.kb.buffer(_hint(name), "in", ONNX_DTYPES[elem], shape, onnx_name=name)
         b.owner = name
         v = Val(shape, ONNX_DTYPES[elem], buf=b)
         ks.vals[name] = v
@@ -409,7 +416,7 @@ class _Importer:
     def materializer(self, ks: _KernelState) -> Callable[[Val], Buffer]:
         def materialize(v: Val) -> Buffer:
             onnx_name = getattr(v, "onnx_name", None) or "const"
-            b = ks.kb.buffer(onnx_name, "in", v.dtype, v.shape, onnx_name=onnx_name)
+            b = ks.kb.buffer(_hint(onnx_name), "in", v.dtype, v.shape, onnx_name=onnx_name)
             b.owner = onnx_name
             ks.constants[b.name] = np.ascontiguousarray(v.const.astype(NUMPY_DTYPES[v.dtype]))
             ks.const_onnx[b.name] = onnx_name
@@ -424,7 +431,7 @@ class _Importer:
         if fresh:
             v.buf.owner = name
             v.buf.onnx_name = name
-            ks.kb.rename(v.buf, name)
+            ks.kb.rename(v.buf, _hint(name))
             if as_out:
                 v.buf.role = "out"
             ks.vals[name] = v
@@ -432,7 +439,7 @@ class _Importer:
         if not as_out:
             ks.vals[name] = v
             return v
-        b = ks.kb.buffer(name, "out", v.dtype, v.shape, onnx_name=name)
+        b = ks.kb.buffer(_hint(name), "out", v.dtype, v.shape, onnx_name=name)
         b.owner = name
         out = Val(v.shape, v.dtype, buf=b)
         ctx = Ctx(ks.kb, onnx.NodeProto(), -1, [], [], self.p.opset, self.materializer(ks))
