@@ -471,7 +471,7 @@ struct PySearchResult {
   PyMeasurement best, start;
   std::vector<double> trace;
   unsigned evaluations = 0, failures = 0;
-  std::string lastFailure;
+  std::string lastFailure, stoppedEarly;
 };
 
 Strategy strategyNamed(const std::string &name) {
@@ -636,6 +636,7 @@ public:
     out.evaluations = r.evaluations;
     out.failures = r.failures;
     out.lastFailure = r.lastFailure;
+    out.stoppedEarly = r.stoppedEarly;
     return out;
   }
 
@@ -839,7 +840,9 @@ NB_MODULE(_core, m) {
               "best seconds after each measured candidate")
       .def_ro("evaluations", &PySearchResult::evaluations)
       .def_ro("failures", &PySearchResult::failures)
-      .def_ro("last_failure", &PySearchResult::lastFailure);
+      .def_ro("last_failure", &PySearchResult::lastFailure)
+      .def_ro("stopped_early", &PySearchResult::stoppedEarly,
+              "why the search stopped before its budget (empty if it did not)");
 
   nb::class_<PyEnvironment>(m, "Environment")
       .def(nb::init<PyKernel &, unsigned, unsigned, unsigned, double, uint64_t,

@@ -490,6 +490,10 @@ static int runTool(int argc, char **argv) {
     llvm::errs() << "pd-tune: " << result.error << "\n";
     return 1;
   }
+  if (!result.stoppedEarly.empty())
+    llvm::errs() << "pd-tune: the search stopped after " << result.evaluations
+                 << " of " << budget << " evaluations: " << result.stoppedEarly
+                 << "\n";
   if (result.pending) {
     // Batched remote evaluation: the generation waits for a GPU machine.
     StringRef folder = runner->getWaitingFolder();

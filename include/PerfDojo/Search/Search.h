@@ -98,6 +98,9 @@ struct SearchResult {
   /// Set when the search could not run at all (the starting kernel fails,
   /// the runner cannot measure).
   std::string error;
+  /// Why a search stopped before its budget when it ran out of new
+  /// programs to measure (the neighbourhood is exhausted); empty otherwise.
+  std::string stoppedEarly;
   /// Candidates of the last generation whose results are not back (a
   /// remote runner): the search stopped there and, run again with the same
   /// options once they are in the database, retraces its steps and goes on.

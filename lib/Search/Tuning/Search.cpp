@@ -1335,8 +1335,19 @@ private:
   measureGeneration(ArrayRef<Sequence> batch);
   /// Counts one measured candidate reached by `moves`.
   void count(const Sequence &moves, const Measurement &m);
-  /// Up to a generation of neighbours of programs `parent()` gives.
-  std::vector<Sequence> propose(function_ref<const Sequence &()> parent);
+  /// Up to a generation of neighbours of programs `parent()` gives, none
+  /// of them a program this search has measured (or proposed in the same
+  /// generation). A neighbour measured before costs no evaluation: it is
+  /// handed to `onMet` with its time (0 if it failed) and skipped. After
+  /// kIdleLimit proposals in a row that met nothing new, the neighbourhood
+  /// is exhausted: the search stops and says so.
+  std::vector<Sequence>
+  propose(function_ref<const Sequence &()> parent,
+          function_ref<void(const Sequence &, double)> onMet = nullptr);
+  /// Remembers the program the sequence reaches in env and its time.
+  void remember(const Measurement &m) {
+    met[env.getHash()] = m.ok() ? m.seconds : 0;
+  }
   /// A random legal move of the current state that the target can run: a
   /// move name uniformly, then one of its instances (a few moves, such as
   /// tile_scope with every divisor, have many more instances than others).
@@ -1357,6 +1368,12 @@ private:
   SearchResult result;
   unsigned proposals = 0;
   bool stopped = false;
+  /// Every program measured by this search (by state hash), with its time
+  /// (0 for a failure).
+  llvm::StringMap<double> met;
+  /// Proposals in a row that met no new program.
+  unsigned idle = 0;
+  static constexpr unsigned kIdleLimit = 1000;
 };
 } // namespace
 
@@ -1409,8 +1426,12 @@ Searcher::measureGeneration(ArrayRef<Sequence> batch) {
     stopped = true;
     return std::nullopt;
   }
-  for (auto [moves, m] : llvm::zip(batch, *measured))
+  std::string reason;
+  for (auto [moves, m] : llvm::zip(batch, *measured)) {
     count(moves, m);
+    if (succeeded(env.replay(moves, reason)))
+      remember(m);
+  }
   return std::move(*measured);
 }
 
@@ -1441,14 +1462,35 @@ void Searcher::count(const Sequence &moves, const Measurement &m) {
 }
 
 std::vector<Searcher::Sequence>
-Searcher::propose(function_ref<const Sequence &()> parent) {
+Searcher::propose(function_ref<const Sequence &()> parent,
+                  function_ref<void(const Sequence &, double)> onMet) {
   std::vector<Sequence> batch;
+  llvm::StringSet<> proposed;
   unsigned size = std::max(options.generation, 1u);
   while (batch.size() < size && !exhausted() &&
          result.evaluations + batch.size() < options.budget) {
     ++proposals;
-    if (neighbour(parent()))
-      batch.emplace_back(env.getMoves().begin(), env.getMoves().end());
+    bool fresh = false;
+    if (neighbour(parent())) {
+      Sequence moves(env.getMoves().begin(), env.getMoves().end());
+      std::string hash = env.getHash();
+      auto known = met.find(hash);
+      if (known != met.end()) {
+        if (onMet)
+          onMet(moves, known->second);
+      } else if (proposed.insert(hash).second) {
+        batch.push_back(std::move(moves));
+        fresh = true;
+      }
+    }
+    idle = fresh ? 0 : idle + 1;
+    if (idle >= kIdleLimit) {
+      stopped = true;
+      result.stoppedEarly =
+          "the neighbourhood is exhausted: " + std::to_string(kIdleLimit) +
+          " proposals in a row met only programs already measured (" +
+          std::to_string(met.size()) + " distinct programs measured)";
+    }
   }
   return batch;
 }
@@ -1493,34 +1535,39 @@ void Searcher::anneal() {
   double currentCost = std::log(result.best.seconds);
   std::uniform_real_distribution<double> unit(0, 1);
   unsigned budget = std::max(options.budget, 1u);
+  // The Metropolis decision for moving to `moves`, which runs in `seconds`
+  // (0: it failed).
+  auto decide = [&](const Sequence &moves, double seconds) {
+    if (seconds <= 0)
+      return;
+    double progress = std::min(1.0, double(result.evaluations) / budget);
+    if (options.timeBudget > 0)
+      progress = std::max(progress, elapsed() / options.timeBudget);
+    double temperature =
+        options.initialTemperature *
+        std::pow(options.finalTemperature / options.initialTemperature,
+                 progress);
+    double cost = std::log(seconds);
+    if (cost <= currentCost ||
+        unit(rng) < std::exp(-(cost - currentCost) / temperature)) {
+      current = moves;
+      currentCost = cost;
+    }
+  };
   while (!exhausted()) {
-    // A generation of neighbours of the current program; then the
-    // decisions, in order, each against the program current by then.
+    // A generation of new neighbours of the current program (walking, for
+    // free, through neighbours measured before); then the decisions, in
+    // order, each against the program current by then.
     std::vector<Sequence> batch =
-        propose([&]() -> const Sequence & { return current; });
+        propose([&]() -> const Sequence & { return current; }, decide);
     if (batch.empty())
       continue;
     std::optional<std::vector<Measurement>> measured =
         measureGeneration(batch);
     if (!measured)
       return;
-    for (auto [moves, m] : llvm::zip(batch, *measured)) {
-      if (!m.ok())
-        continue;
-      double progress = std::min(1.0, double(result.evaluations) / budget);
-      if (options.timeBudget > 0)
-        progress = std::max(progress, elapsed() / options.timeBudget);
-      double temperature =
-          options.initialTemperature *
-          std::pow(options.finalTemperature / options.initialTemperature,
-                   progress);
-      double cost = std::log(m.seconds);
-      if (cost <= currentCost ||
-          unit(rng) < std::exp(-(cost - currentCost) / temperature)) {
-        current = moves;
-        currentCost = cost;
-      }
-    }
+    for (auto [moves, m] : llvm::zip(batch, *measured))
+      decide(moves, m.ok() ? m.seconds : 0);
   }
 }
 
@@ -1580,6 +1627,10 @@ SearchResult Searcher::run() {
   if (!measured)
     return result;
   result.start = measured->front();
+  std::string reason;
+  for (auto [moves, m] : llvm::zip(first, *measured))
+    if (succeeded(env.replay(moves, reason)))
+      remember(m);
   // A heuristic's answer is its program, faster or not (when it runs
   // correctly); the measurements say how it compares.
   if (heuristic && !program.empty() && measured->back().ok()) {
@@ -1600,6 +1651,12 @@ SearchResult Searcher::run() {
     anneal();
   else
     sample();
+  if (result.stoppedEarly.empty() && result.error.empty() && !result.pending &&
+      result.evaluations < options.budget &&
+      !(options.timeBudget > 0 && elapsed() >= options.timeBudget))
+    result.stoppedEarly =
+        "no new program among " + std::to_string(proposals) +
+        " proposals (few legal moves lead anywhere new from the programs met)";
   return result;
 }
 
