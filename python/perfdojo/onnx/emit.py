@@ -219,6 +219,8 @@ class Ctx:
                 return self.ew("cast", t, out=out, dtype="f32")
         else:
             res_dtype = cdtype
+        if out is None and 0 in shape:
+            return Val(shape, res_dtype, const=np.zeros(shape, NUMPY_DTYPES.get(res_dtype, np.float32)))
         if out is None and all(isinstance(a, Val) and a.const is not None for a in vals):
             return self._fold(prim, vals, res_dtype)
         if out is not None:

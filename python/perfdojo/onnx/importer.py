@@ -125,7 +125,14 @@ def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as e:  # onnx raises several types
-        raise OnnxImportError(f"ONNX shape inference failed: {str(e).splitlines()[0]}")
+        strict_error = str(e).splitlines()[0]
+    # strict inference also checks function bodies of operators that are
+    # not expanded here; without it, every tensor used must still get a
+    # static shape (checked where it is used)
+    try:
+        return shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:
+        raise OnnxImportError(f"ONNX shape inference failed: {strict_error}")
 
 
 def _types(model: onnx.ModelProto) -> Dict[str, Tuple[Optional[Tuple[int, ...]], int]]:
@@ -182,6 +189,7 @@ def prepare(model: onnx.ModelProto) -> Prepared:
     if model.functions:
         model = inliner.inline_local_functions(model)
     opset = _opset(model)
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     consts: Dict[str, np.ndarray] = {i.name: numpy_helper.to_array(i)
                                      for i in model.graph.initializer}
     graph_input_names = {i.name for i in model.graph.input}
@@ -205,7 +213,7 @@ def prepare(model: onnx.ModelProto) -> Prepared:
             for name, arr in zip([o for o in node.output if o], folded):
                 consts[name] = arr
             changed = True
-        expanded = _expand_functions(left, inferred, consts, opset)
+        expanded = _expand_functions(left, inferred, consts, opsets)
         if expanded is not None:
             left = expanded
         elif not changed or not _has_unknown_shapes(left, types, consts):
@@ -215,8 +223,14 @@ def prepare(model: onnx.ModelProto) -> Prepared:
     return Prepared(inferred, opset, types, consts, left)
 
 
-def _function_body(node: onnx.NodeProto, opset: int, input_types) -> Optional[onnx.FunctionProto]:
-    """The ONNX function that defines ``node``'s operator at ``opset``."""
+def _function_body(node: onnx.NodeProto, opsets: Dict[str, int], input_types
+                   ) -> Optional[onnx.FunctionProto]:
+    """The ONNX function that defines ``node``'s operator at the model's
+    opset of its domain."""
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    opset = opsets.get(domain)
+    if opset is None:
+        return None
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
     except Exception:
@@ -234,7 +248,7 @@ def _function_body(node: onnx.NodeProto, opset: int, input_types) -> Optional[on
     return None
 
 
-def _expand_functions(left, inferred, consts, opset) -> Optional[List[Tuple[int, onnx.NodeProto]]]:
+def _expand_functions(left, inferred, consts, opsets) -> Optional[List[Tuple[int, onnx.NodeProto]]]:
     """Replace every node whose operator has no emitter but is defined as
     an ONNX function by the function's body; None if there is none."""
     from onnx.backend.test.case.node import function_expand_helper
@@ -242,7 +256,7 @@ def _expand_functions(left, inferred, consts, opset) -> Optional[List[Tuple[int,
               + list(inferred.graph.output)}
     out, any_expanded = [], False
     for k, (idx, node) in enumerate(left):
-        if node.op_type in OPS or node.domain not in ("", "ai.onnx") or node.op_type in RANDOM_OPS:
+        if (node.op_type in OPS and node.domain in ("", "ai.onnx")) or node.op_type in RANDOM_OPS:
             out.append((idx, node))
             continue
         types = []
@@ -255,13 +269,14 @@ def _expand_functions(left, inferred, consts, opset) -> Optional[List[Tuple[int,
                     onnx.helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape))
             else:
                 types.append(vtypes.get(name))
-        fn = _function_body(node, opset, types)
+        fn = _function_body(node, opsets, types)
         if fn is None:
             out.append((idx, node))
             continue
         n = onnx.NodeProto()
         n.CopyFrom(node)
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        schema = onnx.defs.get_schema(node.op_type, opsets[domain], domain)
         present = {a.name for a in n.attribute}
         for attr_name, attr in schema.attributes.items():
             if attr_name not in present and attr.default_value and attr.default_value.name:
@@ -385,8 +400,6 @@ class _Importer:
         if elem not in ONNX_DTYPES:
             raise err(f"tensor '{name}' has element type {_dtype_name(elem) if elem else 'unknown'}, "
                       "which the text form lacks")
-        if any(s == 0 for s in shape):
-            raise err(f"tensor '{name}' is empty (shape {list(shape)})")
         return shape, elem
 
     # ---- values in a kernel ------------------------------------------------
@@ -407,6 +420,10 @@ class _Importer:
             return v
         # a graph input, or (per-node mode) another kernel's output
         shape, elem = self.tensor_type(name, where)
+        if any(n == 0 for n in shape):  # an empty tensor is a known constant
+            v = Val(shape, ONNX_DTYPES[elem], const=np.zeros(shape, NUMPY_DTYPES[ONNX_DTYPES[elem]]))
+            ks.vals[name] = v
+            return v
         b = ks.kb.buffer(_hint(name), "in", ONNX_DTYPES[elem], shape, onnx_name=name)
         b.owner = name
         v = Val(shape, ONNX_DTYPES[elem], buf=b)
@@ -427,6 +444,9 @@ class _Importer:
         """Make ``v`` the ONNX tensor ``name``: a fresh ``tmp`` buffer is
         adopted (renamed, made ``out`` when ``as_out``); anything else is
         copied when it must be an ``out`` buffer."""
+        if 0 in v.shape:  # empty: known without computing, never a buffer
+            ks.vals[name] = v
+            return v
         fresh = v.buf is not None and v.buf.owner is None and v.buf.role == "tmp"
         if fresh:
             v.buf.owner = name
@@ -468,7 +488,12 @@ class _Importer:
         ctx = Ctx(ks.kb, node, idx, inputs, out_types, self.p.opset, self.materializer(ks))
         ctx.node_output_is_bool = lambda i: self.tensor_type(node.output[i], where)[1] == onnx.TensorProto.BOOL
         ctx.node_input_is_bool = lambda i: self.tensor_type(node.input[i], where)[1] == onnx.TensorProto.BOOL
-        emitter(ctx)
+        empty = [i for i, (shape, _) in enumerate(out_types) if node.output[i] and 0 in shape]
+        if len(empty) < len([n for n in node.output if n]):
+            emitter(ctx)
+        for i in empty:  # an empty result is a constant with no elements
+            shape, dtype = out_types[i]
+            ctx.outputs[i] = Val(shape, dtype, const=np.zeros(shape, NUMPY_DTYPES[dtype]))
         ks.nodes.append(node.name or f"{node.op_type}#{idx}")
         for i, n in enumerate(node.output):
             if not n:
@@ -493,6 +518,10 @@ class _Importer:
         """Declare the kernel's outputs (copying constants or inputs where
         needed) and record the kernel."""
         for n in outputs:
+            if 0 in self.tensor_type(n)[0]:
+                if n in self.graph_outputs:
+                    raise OnnxImportError(f"graph output '{n}' is empty (a kernel needs elements)")
+                continue
             v = ks.vals.get(n)
             if v is None:
                 v = self.lookup(ks, n, None)
@@ -518,6 +547,8 @@ class _Importer:
             info = BufferInfo(b.name, onnx_name, kind, tuple(shape), b.decl_shape, b.dtype,
                               _dtype_name(elem))
             (ins if b.role == "in" else outs).append(info)
+        if not outs:
+            return  # every result is empty: nothing to compute
         self.kernels.append(Kernel(ks.kb.name, ks.kb.render(), ins, outs, dict(ks.constants),
                                    ks.nodes))
 

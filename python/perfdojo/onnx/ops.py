@@ -435,8 +435,8 @@ def concat(ctx: Ctx) -> None:
 def _slice_copy(ctx: Ctx, x: Val, starts: Dict[int, Tuple[int, int, int]]) -> Val:
     """out[i] = x[start + i*step] along each axis in ``starts`` = {axis: (start, step, count)}."""
     shape = tuple(starts[d][2] if d in starts else n for d, n in enumerate(x.shape))
-    if any(n == 0 for n in shape):
-        ctx.refuse("the result is an empty tensor")
+    if any(n == 0 for n in shape):  # empty: a constant without elements
+        return Val(shape, x.dtype, const=np.zeros(shape, NUMPY_DTYPES.get(x.dtype, np.float32)))
     if x.const is not None:
         c = _np_slice(x.const, starts)
         return Val(shape, x.dtype, const=c)
@@ -1139,3 +1139,47 @@ def lrn(ctx: Ctx) -> None:
     base = ctx.ew("fma", s, alpha / size, bias)
     den = ctx.ew("exp", ctx.mul(ctx.ew("log", base), beta))
     ctx.set_out(0, ctx.div(x, den))
+
+
+@op("ConvTranspose")
+def conv_transpose(ctx: Ctx) -> None:
+    """Scatter form: full[n, g*M'+co, i*s + k*d] += x[n, g*C'+ci, i] * w[g*C'+ci, co, k]
+    into the uncropped result (every index in bounds), then the crop by the
+    begin pads and the bias."""
+    x, w = ctx.inp(0), ctx.inp(1)
+    need_float(ctx, x)
+    ns = len(x.shape) - 2
+    kernel = list(w.shape[2:])
+    strides = ctx.attr("strides", [1] * ns)
+    dil = ctx.attr("dilations", [1] * ns)
+    opad = ctx.attr("output_padding", [0] * ns)
+    g = ctx.attr("group", 1)
+    N, C = x.shape[:2]
+    cin, cout = C // g, w.shape[1]
+    out_shape = ctx.out_shape()
+    full_sp = [(x.shape[2 + d] - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 + opad[d]
+               for d in range(ns)]
+    auto = ctx.attr("auto_pad", "NOTSET")
+    if ctx.attr("output_shape", None) is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin = []
+        for d in range(ns):
+            total = full_sp[d] - out_shape[2 + d]
+            begin.append(total // 2 if auto == "SAME_UPPER" else total - total // 2)
+    else:
+        begin = list(ctx.attr("pads", [0] * (2 * ns))[:ns]) if auto != "VALID" else [0] * ns
+    # an output_shape beyond the scattered extent reads zeros there: widen
+    shift = [max(0, -begin[d]) for d in range(ns)]
+    size = [max(full_sp[d] + shift[d], shift[d] + begin[d] + out_shape[2 + d]) for d in range(ns)]
+    full = ctx.tmp((N, g * cout) + tuple(size), x.dtype)
+    ctx.fill(full, 0.0)
+    v = loop_vars(4 + 2 * ns)
+    n, gg, ci, co = v[0], v[1], v[2], v[3]
+    i, k = v[4:4 + ns], v[4 + ns:]
+    full_idx = [n, gg * cout + co] + [i[d] * strides[d] + k[d] * dil[d] + shift[d] for d in range(ns)]
+    ctx.kb.emit((N, g, cin, cout) + tuple(x.shape[2:]) + tuple(kernel), ctx.target(full, full_idx),
+                "mul", [ctx.access(x, [n, gg * cin + ci] + i), ctx.access(w, [gg * cin + ci, co] + k)],
+                assign="+=")
+    y = _slice_copy(ctx, full, {2 + d: (begin[d] + shift[d], 1, out_shape[2 + d]) for d in range(ns)})
+    if ctx.has_input(2):
+        y = ctx.add(y, _per_channel(ctx, ctx.inp(2), len(out_shape)), out=y)
+    ctx.set_out(0, y)
