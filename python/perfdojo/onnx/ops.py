@@ -386,22 +386,24 @@ def expand(ctx: Ctx) -> None:
     ctx.set_out(0, ctx.copy(x, out=ctx.tmp(shape, x.dtype)))
 
 
-@op("Transpose")
-def transpose(ctx: Ctx) -> None:
-    x = ctx.inp(0)
-    r = len(x.shape)
-    perm = ctx.attr("perm", list(range(r))[::-1])
+def permute(ctx: Ctx, x: Val, perm: Sequence[int]) -> Val:
+    """Transpose: result dimension j is x's dimension perm[j]."""
     shape = tuple(x.shape[p] for p in perm)
     if x.const is not None:
-        ctx.set_out(0, Val(shape, x.dtype, const=np.transpose(x.const, perm)))
-        return
+        return Val(shape, x.dtype, const=np.transpose(x.const, perm))
     out = ctx.tmp(shape, x.dtype)
-    idx = loop_vars(r)
-    src = [None] * r
+    idx = loop_vars(len(perm))
+    src = [None] * len(perm)
     for j, p in enumerate(perm):
         src[p] = idx[j]
     ctx.gather_copy(x, out, shape, idx, src)
-    ctx.set_out(0, out)
+    return out
+
+
+@op("Transpose")
+def transpose(ctx: Ctx) -> None:
+    x = ctx.inp(0)
+    ctx.set_out(0, permute(ctx, x, ctx.attr("perm", list(range(len(x.shape)))[::-1])))
 
 
 def _place(ctx: Ctx, src: Val, out: Val, axis_offsets: Dict[int, Tuple[int, int]],
@@ -1183,3 +1185,130 @@ def conv_transpose(ctx: Ctx) -> None:
     if ctx.has_input(2):
         y = ctx.add(y, _per_channel(ctx, ctx.inp(2), len(out_shape)), out=y)
     ctx.set_out(0, y)
+
+
+# --------------------------------------------------------------------------
+# Recurrent layers (time steps unrolled: static sequence length)
+# --------------------------------------------------------------------------
+RNN_ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh"}
+RNN_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+RNN_DEFAULT_ACTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+
+
+def _take(ctx: Ctx, x: Val, axis: int, start: int, count: int) -> Val:
+    """x[..., start:start+count, ...] along ``axis`` (a copy)."""
+    return _slice_copy(ctx, x, {axis: (start, 1, count)})
+
+
+def _row(ctx: Ctx, x: Val, i: int) -> Val:
+    """x[i] (the leading dimension dropped)."""
+    return reshape_copy(ctx, _take(ctx, x, 0, i, 1), x.shape[1:])
+
+
+@op("RNN", "GRU", "LSTM")
+def recurrent(ctx: Ctx) -> None:
+    """RNN/GRU/LSTM with the time loop unrolled: X @ W^T for every step at
+    once, then per step the recurrent product, gates and state update."""
+    kind = ctx.node.op_type
+    G = RNN_GATES[kind]
+    X, W, R = ctx.inp(0), ctx.inp(1), ctx.inp(2)
+    need_float(ctx, X)
+    layout = ctx.attr("layout", 0)
+    if layout:
+        X = permute(ctx, X, (1, 0, 2))
+    seq, batch, _ = X.shape
+    dirs, H = W.shape[0], W.shape[1] // G
+    if ctx.has_input(4):
+        lens = ctx.const_input(4, "sequence_lens")
+        if np.any(lens != seq):
+            ctx.refuse("sequence_lens shorter than the sequence (ragged batches) are not supported")
+    if kind == "LSTM" and ctx.attr("input_forget", 0):
+        ctx.refuse("LSTM input_forget=1 is not supported")
+    acts = ctx.attr("activations", None) or RNN_DEFAULT_ACTS[kind] * dirs
+    acts = [a.decode() if isinstance(a, bytes) else a for a in acts]
+    if any(a not in RNN_ACTIVATIONS for a in acts):
+        ctx.refuse(f"activations {acts}: only Sigmoid and Tanh are supported")
+    clip = ctx.attr("clip", None)
+    direction = ctx.attr("direction", "forward")
+    lbr = ctx.attr("linear_before_reset", 0)
+    B = ctx.inp(3) if ctx.has_input(3) else None
+    nacts = len(RNN_DEFAULT_ACTS[kind])
+
+    def act(k, d, v):
+        if clip is not None:
+            v = ctx.ew("min", ctx.ew("max", v, -float(clip)), float(clip))
+        return ctx.ew(RNN_ACTIVATIONS[acts[d * nacts + k]], v)
+
+    Y = ctx.tmp((seq, dirs, batch, H), X.dtype)
+    Y_h = ctx.tmp((dirs, batch, H), X.dtype)
+    Y_c = ctx.tmp((dirs, batch, H), X.dtype) if kind == "LSTM" else None
+    for d in range(dirs):
+        xw = matmul_vals(ctx, X, permute(ctx, _row(ctx, W, d), (1, 0)))  # [seq, batch, G*H]
+        rt = permute(ctx, _row(ctx, R, d), (1, 0))  # [H, G*H]
+        wb = rb = None
+        if B is not None:
+            bd = _row(ctx, B, d)
+            wb, rb = _take(ctx, bd, 0, 0, G * H), _take(ctx, bd, 0, G * H, G * H)
+        h = _row(ctx, ctx.inp(5), d) if ctx.has_input(5) else None
+        c = _row(ctx, ctx.inp(6), d) if kind == "LSTM" and ctx.has_input(6) else None
+        peep = _row(ctx, ctx.inp(7), d) if kind == "LSTM" and ctx.has_input(7) else None
+        reverse = direction == "reverse" or (direction == "bidirectional" and d == 1)
+        for t in (reversed(range(seq)) if reverse else range(seq)):
+            xt = _row(ctx, xw, t)  # [batch, G*H]
+            hr = matmul_vals(ctx, h, rt) if h is not None else None  # [batch, G*H]
+
+            def gate(k, with_r=True):
+                a = _take(ctx, xt, 1, k * H, H)
+                if wb is not None:
+                    a = ctx.add(a, _take(ctx, wb, 0, k * H, H))
+                if with_r:
+                    if hr is not None:
+                        a = ctx.add(a, _take(ctx, hr, 1, k * H, H))
+                    if rb is not None:
+                        a = ctx.add(a, _take(ctx, rb, 0, k * H, H))
+                return a
+            if kind == "RNN":
+                h = act(0, d, gate(0))
+            elif kind == "GRU":
+                z, r = act(0, d, gate(0)), act(0, d, gate(1))
+                a = gate(2, with_r=False)
+                if lbr:
+                    rh = _take(ctx, hr, 1, 2 * H, H) if hr is not None else None
+                    if rb is not None:
+                        rh = ctx.add(rh, _take(ctx, rb, 0, 2 * H, H)) if rh is not None \
+                            else _take(ctx, rb, 0, 2 * H, H)
+                    if rh is not None:
+                        a = ctx.add(a, ctx.mul(r, rh))
+                else:
+                    if h is not None:
+                        rh_ = matmul_vals(ctx, ctx.mul(r, h), _take(ctx, rt, 1, 2 * H, H))
+                        a = ctx.add(a, rh_)
+                    if rb is not None:
+                        a = ctx.add(a, _take(ctx, rb, 0, 2 * H, H))
+                hh = act(1, d, a)
+                # h = (1 - z) * hh + z * h
+                new = ctx.sub(hh, ctx.mul(z, hh))
+                h = ctx.add(new, ctx.mul(z, h)) if h is not None else new
+            else:  # LSTM, gates i, o, f, c; peepholes i, o, f
+                def peephole(a, k, state):
+                    if peep is None or state is None:
+                        return a
+                    return ctx.add(a, ctx.mul(_take(ctx, peep, 0, k * H, H), state))
+                i = act(0, d, peephole(gate(0), 0, c))
+                f = act(0, d, peephole(gate(2), 2, c))
+                cc = act(1, d, gate(3))
+                c = ctx.add(ctx.mul(f, c), ctx.mul(i, cc)) if c is not None else ctx.mul(i, cc)
+                o = act(0, d, peephole(gate(1), 1, c))
+                h = ctx.mul(o, act(2, d, c))
+            ctx.gather_copy(h, Y, (batch, H), [Lin(const=t), Lin(const=d)] + loop_vars(2), loop_vars(2))
+        ctx.gather_copy(h, Y_h, (batch, H), [Lin(const=d)] + loop_vars(2), loop_vars(2))
+        if Y_c is not None:
+            ctx.gather_copy(c, Y_c, (batch, H), [Lin(const=d)] + loop_vars(2), loop_vars(2))
+    if layout:
+        Y, Y_h = permute(ctx, Y, (2, 0, 1, 3)), permute(ctx, Y_h, (1, 0, 2))
+        Y_c = permute(ctx, Y_c, (1, 0, 2)) if Y_c is not None else None
+    ctx.set_out(0, Y)
+    if ctx.wants_output(1):
+        ctx.set_out(1, Y_h)
+    if ctx.wants_output(2):
+        ctx.set_out(2, Y_c)
