@@ -1312,3 +1312,86 @@ def recurrent(ctx: Ctx) -> None:
         ctx.set_out(1, Y_h)
     if ctx.wants_output(2):
         ctx.set_out(2, Y_c)
+
+
+# --------------------------------------------------------------------------
+# Resize: separable, one constant interpolation matrix per axis
+# --------------------------------------------------------------------------
+def _resize_axis_maps(ctx: Ctx, x: Val) -> List[Tuple[int, np.ndarray, np.ndarray]]:
+    """[(axis, W [out, in], b [out])] such that resizing along ``axis`` is
+    ``out = W @ x + b`` (b holds the extrapolation value where the ROI
+    leaves the input).  The matrices come from ONNX's reference Resize
+    itself, which is separable: it is run once on zeros of ``x``'s shape
+    while its per-axis 1-D step is observed, then that step is applied to
+    the identity (W) and to zeros (b)."""
+    import onnx
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    import onnx.reference.ops.op_resize as rz
+
+    consts = {}
+    for i, name in enumerate(ctx.node.input):
+        if i == 0 or not name:
+            continue
+        consts[name] = ctx.const_input(i, ("roi", "scales", "sizes")[i - 1] if ctx.opset >= 11
+                                       else "scales")
+    feeds = {ctx.node.input[0]: np.zeros(x.shape, np.float32)}
+    feeds.update(consts)
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+           for n, a in feeds.items()]
+    outs = [helper.make_empty_tensor_value_info(ctx.node.output[0])]
+    model = helper.make_model(helper.make_graph([ctx.node], "resize", ins, outs),
+                              opset_imports=[helper.make_opsetid("", ctx.opset)])
+    calls = []
+    step = rz._interpolate_1d_along_axis
+
+    def observe(data, axis, scale, out_n, get_coeffs, roi=None, **kw):
+        calls.append((axis, data.shape[axis], scale, out_n, get_coeffs, roi, kw))
+        return step(data, axis, scale, out_n, get_coeffs, roi=roi, **kw)
+    rz._interpolate_1d_along_axis = observe
+    try:
+        ReferenceEvaluator(model).run(None, feeds)
+    except Exception as e:
+        ctx.refuse(f"the reference Resize failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+    finally:
+        rz._interpolate_1d_along_axis = step
+    axes_attr = ctx.attr("axes", None)
+    maps, seen = [], set()
+    for axis, n, scale, out_n, get_coeffs, roi, kw in calls:
+        if axes_attr is not None:  # the reference resized the listed axes only
+            axis = [a % len(x.shape) for a in axes_attr][axis]
+        if axis in seen:
+            continue
+        seen.add(axis)
+        W = step(np.eye(n), 0, scale, out_n, get_coeffs, roi=roi, **kw)
+        b = step(np.zeros((n, 1)), 0, scale, out_n, get_coeffs, roi=roi, **kw)[:, 0]
+        W[b != 0] = 0.0  # extrapolated rows are the constant b alone
+        maps.append((axis, W, b))
+    return maps
+
+
+def apply_axis_matrix(ctx: Ctx, x: Val, axis: int, W: np.ndarray, b: np.ndarray) -> Val:
+    """y[.., o, ..] = sum_i W[o, i] * x[.., i, ..] + b[o] along ``axis``."""
+    out_n, n = W.shape
+    shape = x.shape[:axis] + (out_n,) + x.shape[axis + 1:]
+    y = ctx.tmp(shape, x.dtype)
+    ctx.fill(y, 0.0)
+    wv = Val((out_n, n), x.dtype, const=W.astype(NUMPY_DTYPES[x.dtype]))
+    v = loop_vars(len(shape) + 1)
+    k = v[-1]
+    x_idx = v[:axis] + [k] + v[axis + 1:-1]
+    ctx.kb.emit(shape + (n,), ctx.target(y, v[:-1]), "mul",
+                [ctx.access(wv, [v[axis], k]), ctx.access(x, x_idx)], assign="+=")
+    if np.any(b != 0):
+        bshape = (out_n,) + (1,) * (len(shape) - axis - 1)
+        ctx.add(y, Val(bshape, x.dtype, const=b.reshape(bshape).astype(NUMPY_DTYPES[x.dtype])), out=y)
+    return y
+
+
+@op("Resize", "Upsample")
+def resize(ctx: Ctx) -> None:
+    x = ctx.inp(0)
+    need_float(ctx, x)
+    for axis, W, b in _resize_axis_maps(ctx, x):
+        x = apply_axis_matrix(ctx, x, axis, W, b)
+    ctx.set_out(0, x)
