@@ -259,6 +259,14 @@ def _expand_functions(left, inferred, consts, opsets) -> Optional[List[Tuple[int
         if (node.op_type in OPS and node.domain in ("", "ai.onnx")) or node.op_type in RANDOM_OPS:
             out.append((idx, node))
             continue
+        if node.op_type == "Scan" and node.domain in ("", "ai.onnx"):
+            unrolled = _unroll_scan(node, idx, vtypes, consts, opsets.get("", 1))
+            if unrolled is None:
+                out.append((idx, node))
+            else:
+                out.extend((idx, n) for n in unrolled)
+                any_expanded = True
+            continue
         types = []
         for name in node.input:
             if not name:
@@ -288,6 +296,111 @@ def _expand_functions(left, inferred, consts, opsets) -> Optional[List[Tuple[int
             out.append((idx, sub))
         any_expanded = True
     return out if any_expanded else None
+
+
+def _unroll_scan(node: onnx.NodeProto, idx: int, vtypes, consts, opset: int
+                 ) -> Optional[List[onnx.NodeProto]]:
+    """Scan (opset >= 9) with a static sequence length as plain nodes: per
+    iteration, Gather the scan inputs' slices, a renamed copy of the body,
+    and at the end Reshape + Concat the per-iteration scan outputs.  Adds
+    the body's initializers and the index constants to ``consts``."""
+    from onnx import helper
+    if opset < 9:
+        raise OnnxImportError("Scan before opset 9 (batched, with sequence_lens) is not supported",
+                              node.op_type, node.name, idx)
+    a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+    body: onnx.GraphProto = a["body"]
+    m = a["num_scan_inputs"]
+    n_state = len(node.input) - m
+    k_out = len(body.output) - n_state
+    in_axes = list(a.get("scan_input_axes", [0] * m))
+    in_dirs = list(a.get("scan_input_directions", [0] * m))
+    out_axes = list(a.get("scan_output_axes", [0] * k_out))
+    out_dirs = list(a.get("scan_output_directions", [0] * k_out))
+    scan_inputs = list(node.input[n_state:])
+    shapes = []
+    for name in scan_inputs:
+        if name in consts:
+            shapes.append(consts[name].shape)
+            continue
+        t = vtypes.get(name)
+        if t is None or not t.tensor_type.HasField("shape") or \
+                any(not d.HasField("dim_value") for d in t.tensor_type.shape.dim):
+            return None  # shapes not known yet: after the next inference
+        shapes.append(tuple(d.dim_value for d in t.tensor_type.shape.dim))
+    in_axes = [ax % len(sh) for ax, sh in zip(in_axes, shapes)]
+    T = shapes[0][in_axes[0]]
+    if T == 0:
+        raise OnnxImportError("Scan over an empty sequence", node.op_type, node.name, idx)
+    prefix = f"{node.name or 'Scan'}_{idx}_"
+    nodes: List[onnx.NodeProto] = []
+    body_inputs = [i.name for i in body.input]
+    for init in body.initializer:
+        consts[prefix + init.name] = numpy_helper.to_array(init)
+    state = list(node.input[:n_state])
+    per_step: List[List[str]] = [[] for _ in range(k_out)]
+    for t in range(T):
+        rename = {init.name: prefix + init.name for init in body.initializer}
+        for j, name in enumerate(scan_inputs):
+            pos = T - 1 - t if in_dirs[j] else t
+            ind = f"{prefix}idx{pos}"
+            consts[ind] = np.asarray(pos, dtype=np.int64)
+            sl = f"{prefix}t{t}_in{j}"
+            nodes.append(helper.make_node("Gather", [name, ind], [sl], axis=in_axes[j],
+                                          name=f"{prefix}t{t}_gather{j}"))
+            rename[body_inputs[n_state + j]] = sl
+        for i in range(n_state):
+            rename[body_inputs[i]] = state[i]
+        defined = set(rename) | {o for bn in body.node for o in bn.output}
+
+        def nm(x: str) -> str:
+            if not x:
+                return x
+            if x in rename:
+                return rename[x]
+            return f"{prefix}t{t}_{x}" if x in defined else x  # outer-scope names stay
+        for bn in body.node:
+            c = onnx.NodeProto()
+            c.CopyFrom(bn)
+            c.ClearField("input")
+            c.ClearField("output")
+            c.input.extend(nm(x) for x in bn.input)
+            c.output.extend(nm(x) for x in bn.output)
+            c.name = f"{prefix}t{t}_{bn.name or bn.op_type}"
+            nodes.append(c)
+        outs = [nm(o.name) for o in body.output]
+        state = outs[:n_state]
+        for k in range(k_out):
+            per_step[k].append(outs[n_state + k])
+    for i in range(n_state):
+        nodes.append(helper.make_node("Identity", [state[i]], [node.output[i]],
+                                      name=f"{prefix}state{i}"))
+    for k in range(k_out):
+        if n_state + k >= len(node.output) or not node.output[n_state + k]:
+            continue
+        steps = per_step[k][::-1] if out_dirs[k] else per_step[k]
+        rank = len(body.output[n_state + k].type.tensor_type.shape.dim) \
+            if body.output[n_state + k].type.tensor_type.HasField("shape") else None
+        ax = out_axes[k]
+        if ax < 0:
+            if rank is None:
+                return None
+            ax %= rank + 1
+        parts = []
+        for t, y in enumerate(steps):
+            r = f"{prefix}out{k}_t{t}"
+            if opset >= 13:
+                axes_name = f"{prefix}oaxis{k}"
+                consts[axes_name] = np.asarray([ax], dtype=np.int64)
+                nodes.append(helper.make_node("Unsqueeze", [y, axes_name], [r],
+                                              name=f"{prefix}unsqueeze{k}_{t}"))
+            else:
+                nodes.append(helper.make_node("Unsqueeze", [y], [r], axes=[ax],
+                                              name=f"{prefix}unsqueeze{k}_{t}"))
+            parts.append(r)
+        nodes.append(helper.make_node("Concat", parts, [node.output[n_state + k]], axis=ax,
+                                      name=f"{prefix}concat{k}"))
+    return nodes
 
 
 def _has_unknown_shapes(nodes, types, consts) -> bool:
