@@ -524,10 +524,9 @@ class _Importer:
             try:
                 v = const_val(arr)
             except TypeError:
-                if arr.size == 1 or True:
-                    raise OnnxImportError(f"constant '{name}' has element type {arr.dtype}, "
-                                          "which the text form lacks",
-                                          where[1].op_type, where[1].name, where[0])
+                raise OnnxImportError(f"constant '{name}' has element type {arr.dtype}, "
+                                      "which the text form lacks",
+                                      where[1].op_type, where[1].name, where[0]) from None
             ks.vals[name] = v
             setattr(v, "onnx_name", name)
             return v

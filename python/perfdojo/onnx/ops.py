@@ -17,7 +17,7 @@ import numpy as np
 
 from .emit import (Ctx, Shape, Val, bcast_index, broadcast_shapes, is_float,
                    loop_vars, loops_of, NUMPY_DTYPES)
-from .kernel import IterVar, Lin
+from .kernel import REDUCE_ASSIGN, IterVar, Lin, Literal, linearize
 
 Emitter = Callable[[Ctx], None]
 OPS: Dict[str, Emitter] = {}
@@ -322,7 +322,7 @@ def reshape_copy(ctx: Ctx, x: Val, shape: Shape) -> Val:
             x.buf = ctx._materialize(x)
         x.buf.flat = True
         idx = loop_vars(len(shape))
-        ctx.gather_copy(x, out, shape, idx, idx_from_linear(x.shape, linear_of(idx, shape)))
+        ctx.gather_copy(x, out, shape, idx, idx_from_linear(x.shape, linearize(idx, shape)))
         return out
     # loops of the refinement, outermost first: sizes sp[k+1]/sp[k] reversed
     loops = [sp[k + 1] // sp[k] for k in range(len(sp) - 1)][::-1] or [1]
@@ -341,11 +341,6 @@ def reshape_copy(ctx: Ctx, x: Val, shape: Shape) -> Val:
         return idx
     ctx.gather_copy(x, out, loops, index_for(shape), index_for(x.shape))
     return out
-
-
-def linear_of(idx, shape):
-    from .kernel import linearize
-    return linearize(idx, shape)
 
 
 def idx_from_linear(shape: Shape, off: Lin) -> List[Lin]:
@@ -674,8 +669,7 @@ def matmul_vals(ctx: Ctx, a: Val, b: Val, out: Optional[Val] = None) -> Val:
     return out
 
 
-def _lit(v, val: Val):
-    from .kernel import Literal
+def _lit(v, val: Val) -> Literal:
     return Literal(v, val.dtype)
 
 
@@ -797,7 +791,6 @@ def _window_reduce(ctx: Ctx, xp: Val, out: Val, kernel, strides, dil, op_: str,
     x_idx = v[:2] + [o[d] * strides[d] + kk[d] * dil[d] for d in range(ns)]
     xa = ctx.access(xp, x_idx)
     prim, args = {None: ("copy", [xa]), "abs": ("abs", [xa]), "square": ("mul", [xa, xa])}[pre]
-    from .kernel import REDUCE_ASSIGN
     ctx.kb.emit(out.shape + tuple(kernel), ctx.target(out, v[:2 + ns]), prim, args,
                 assign=REDUCE_ASSIGN[op_])
 
@@ -1061,11 +1054,25 @@ def _per_channel(ctx: Ctx, v: Val, rank: int) -> Val:
 def batch_norm(ctx: Ctx) -> None:
     x = ctx.inp(0)
     need_float(ctx, x)
-    if ctx.attr("training_mode", 0) or any(ctx.wants_output(i) for i in (1, 2, 3, 4)):
-        ctx.refuse("BatchNormalization in training mode is not supported (inference only)")
     r = len(x.shape)
     scale, bias, mean, var = (_per_channel(ctx, ctx.inp(i), r) for i in (1, 2, 3, 4))
-    rstd = ctx.ew("rsqrt", ctx.add(var, ctx.attr("epsilon", 1e-5)))
+    eps = ctx.attr("epsilon", 1e-5)
+    training = ctx.attr("training_mode", 0) or (ctx.opset < 14 and ctx.wants_output(1))
+    if training:
+        if ctx.opset < 14:
+            ctx.refuse("BatchNormalization training outputs before opset 14 are not supported")
+        # statistics of this batch (population variance); running averages
+        axes = [0] + list(range(2, r))
+        bmean, d, rstd = _norm_stats(ctx, x, axes, eps)
+        ctx.set_out(0, ctx.add(ctx.mul(ctx.mul(d, rstd), scale), bias))
+        mom = ctx.attr("momentum", 0.9)
+        bvar = ctx.mean(d, axes, pre="square")
+        for i, (run, cur) in ((1, (mean, bmean)), (2, (var, bvar))):
+            if ctx.wants_output(i):
+                upd = ctx.add(ctx.mul(run, mom), ctx.mul(cur, 1.0 - mom))
+                ctx.set_out(i, reshape_copy(ctx, upd, ctx.out_shape(i)))
+        return
+    rstd = ctx.ew("rsqrt", ctx.add(var, eps))
     y = ctx.mul(ctx.sub(x, mean), ctx.mul(rstd, scale))
     ctx.set_out(0, ctx.add(y, bias))
 
@@ -1395,3 +1402,57 @@ def resize(ctx: Ctx) -> None:
     for axis, W, b in _resize_axis_maps(ctx, x):
         x = apply_axis_matrix(ctx, x, axis, W, b)
     ctx.set_out(0, x)
+
+
+@op("DFT")
+def dft(ctx: Ctx) -> None:
+    """DFT as constant cos/sin matrices applied along the axis (in f64: the
+    sums cancel, f32 coefficients would lose the small outputs):
+    forward re = C xr + S xi, im = C xi - S xr; inverse with +sin and 1/N;
+    the inverse of a one-sided spectrum (irfft) is real."""
+    x = ctx.inp(0)
+    need_float(ctx, x)
+    r = len(x.shape)
+    if ctx.opset >= 20:
+        axis = int(ctx.const_input(2, "axis").reshape(-1)[0]) if ctx.has_input(2) else -2
+    else:
+        axis = ctx.attr("axis", 1)
+    axis %= r
+    if axis == r - 1:
+        ctx.refuse("DFT along the last (complex) axis")
+    L = x.shape[axis]
+    inverse, onesided = ctx.attr("inverse", 0), ctx.attr("onesided", 0)
+    if ctx.has_input(1):
+        N = int(ctx.const_input(1, "dft_length").reshape(-1)[0])
+    else:
+        N = ctx.out_shape()[axis] if (inverse and onesided) else L
+    xd = ctx.cast(x, "f64")
+    xr = _take(ctx, xd, r - 1, 0, 1)
+    xi = _take(ctx, xd, r - 1, 1, 1) if x.shape[-1] == 2 else None
+    if inverse and onesided:  # irfft: Hermitian half spectrum -> real signal
+        n, k = np.arange(N)[:, None], np.arange(L)[None, :]
+        w = np.where((k == 0) | ((N % 2 == 0) & (k == N // 2)), 1.0, 2.0)
+        w = np.where(k <= N // 2, w, 0.0) / N
+        theta = 2 * np.pi * ((k * n) % N) / N
+        y = apply_axis_matrix(ctx, xr, axis, w * np.cos(theta), np.zeros(N))
+        if xi is not None:
+            y = ctx.add(y, apply_axis_matrix(ctx, xi, axis, -w * np.sin(theta), np.zeros(N)), out=y)
+        ctx.set_out(0, ctx.cast(y, x.dtype))
+        return
+    K = N // 2 + 1 if onesided else N
+    k, n = np.arange(K)[:, None], np.arange(L)[None, :]
+    theta = 2 * np.pi * ((k * n) % N) / N
+    C = np.where(n < N, np.cos(theta), 0.0)
+    S = np.where(n < N, np.sin(theta), 0.0)
+    if inverse:
+        C, S = C / N, -S / N  # e^{+i theta} / N
+    zero = np.zeros(K)
+    re = apply_axis_matrix(ctx, xr, axis, C, zero)
+    im = apply_axis_matrix(ctx, xr, axis, -S, zero)
+    if xi is not None:
+        re = ctx.add(re, apply_axis_matrix(ctx, xi, axis, S, zero), out=re)
+        im = ctx.add(im, apply_axis_matrix(ctx, xi, axis, C, zero), out=im)
+    out = ctx.tmp(ctx.out_shape(), "f64")
+    _place(ctx, re, out, {r - 1: (0, 1)})
+    _place(ctx, im, out, {r - 1: (1, 1)})
+    ctx.set_out(0, ctx.cast(out, x.dtype))
