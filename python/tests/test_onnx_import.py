@@ -88,8 +88,11 @@ CONFORMANCE_SUBSET = [
     # shapes and data movement
     "test_transpose_all_permutations_4", "test_flatten_negative_axis3", "test_concat_3d_axis_negative_2",
     "test_split_2d_uneven_split_opset18", "test_depthtospace_crd_mode_example", "test_spacetodepth_example",
-    # function bodies (expanded automatically)
-    "test_swiglu", "test_attention_3d_transpose_verification",
+    # function bodies (expanded automatically), recurrences, transforms
+    "test_swiglu", "test_attention_3d_transpose_verification", "test_linear_attention_linear_t1_no_past",
+    "test_convtranspose_group_2", "test_convtranspose_output_shape", "test_gru_bidirectional",
+    "test_lstm_batchwise", "test_scan9_multi_state", "test_dft_rfft_opset19",
+    "test_batchnorm_example_training_mode",
 ]
 
 
@@ -278,6 +281,32 @@ def test_reshape_that_does_not_nest_is_flat(tmp_path):
     assert "in  x f32 [6] heap" in t2 and "out y f32 [2, 3, 1] heap" in t2
 
 
+def resize_model(mode, scales, **attrs):
+    roi = attrs.pop("roi", None)
+    inits = [helper.make_tensor("scales", TensorProto.FLOAT, [len(scales)], scales)]
+    if roi:
+        inits.append(helper.make_tensor("roi", TensorProto.FLOAT, [len(roi)], roi))
+    node = helper.make_node("Resize", ["x", "roi" if roi else "", "scales"], ["y"], mode=mode, **attrs)
+    return _model([node], [_vi("x", [1, 2, 4, 4])], [_vi("y", None)], inits, opset=19)
+
+
+@needs_bindings
+@pytest.mark.parametrize("model", [
+    resize_model("linear", [1, 1, 2, 1.5]),
+    resize_model("cubic", [1, 1, 0.5, 2], exclude_outside=1),
+    resize_model("nearest", [1, 1, 2, 3]),
+    resize_model("linear", [1, 1, 0.8, 1.2], coordinate_transformation_mode="tf_crop_and_resize",
+                 extrapolation_value=10.0, roi=[0, 0, 0.4, 0.6, 1, 1, 1.2, 0.8]),
+    resize_model("linear", [2, 1.5], axes=[3, 2]),
+], ids=["linear", "cubic", "nearest", "crop_extrapolate", "axes"])
+def test_resize_with_constant_scales(model):
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype(np.float32)
+    imported = po.import_model(model)
+    for ex in (po.interpreter(), po.compiled(threads=1)):
+        np.testing.assert_allclose(po.run(imported, {"x": x}, ex)["y"], _reference(model, {"x": x}),
+                                   rtol=1e-5, atol=1e-5)
+
+
 # --------------------------------------------------------------------------
 # The command
 # --------------------------------------------------------------------------
@@ -315,3 +344,15 @@ def test_cli_refusal_exit_status(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert "cosine" in r.stderr and "Cos" in r.stderr
+
+
+@needs_bindings
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, -2.0, 0.5, -0.5, 1.7])
+def test_pow_constant_exponent(p):
+    m = _model([helper.make_node("Pow", ["x", "p"], ["y"])], [_vi("x", [7])], [_vi("y", [7])],
+               [helper.make_tensor("p", TensorProto.FLOAT, [], [p])])
+    x = np.array([0.0, 0.5, 1.0, 2.5, -1.5, np.nan, np.inf], np.float32)
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), p)
+    got = po.run(po.import_model(m), {"x": x}, po.interpreter())["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

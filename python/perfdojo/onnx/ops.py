@@ -263,8 +263,10 @@ def power(ctx: Ctx) -> None:
 
 def _int_power(ctx: Ctx, x: Val, n: int) -> Val:
     """x**n by square-and-multiply (n >= 0)."""
-    if n == 0:
-        return ctx.add(ctx.mul(x, 0.0), 1.0)  # shape of x; NaN**0 is 1 though:
+    if n == 0:  # x**0 is 1 for every x, NaN and inf included
+        ones = ctx.tmp(x.shape, x.dtype)
+        ctx.fill(ones, 1.0)
+        return ones
     result, base = None, x
     while n:
         if n & 1:
