@@ -356,3 +356,23 @@ def test_pow_constant_exponent(p):
         want = np.power(x.astype(np.float64), p)
     got = po.run(po.import_model(m), {"x": x}, po.interpreter())["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@needs_bindings
+def test_integer_and_bool_intermediates():
+    """int64 arithmetic and comparisons (bools are f32 0/1) inside a graph."""
+    T = TensorProto
+    nodes = [helper.make_node("Cast", ["x"], ["i"], to=T.INT64),
+             helper.make_node("Add", ["i", "c"], ["j"]),
+             helper.make_node("Mul", ["j", "i"], ["k"]),
+             helper.make_node("Less", ["k", "c2"], ["b"]),
+             helper.make_node("Not", ["b"], ["nb"]),
+             helper.make_node("Where", ["nb", "k", "i"], ["w"]),
+             helper.make_node("Cast", ["w"], ["y"], to=T.FLOAT)]
+    m = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])],
+               [helper.make_tensor("c", T.INT64, [], [3]), helper.make_tensor("c2", T.INT64, [3], [1, 5, 9])])
+    x = (np.random.default_rng(0).standard_normal((2, 3)) * 5).astype(np.float32)
+    k = po.import_model(m).kernels[0]
+    assert "tmp k i64 [2, 3] heap" in k.text and "tmp b f32 [2, 3] heap" in k.text
+    for ex in (po.interpreter(), po.compiled(threads=1)):
+        np.testing.assert_array_equal(po.run(po.import_model(m), {"x": x}, ex)["y"], _reference(m, {"x": x}))

@@ -212,9 +212,11 @@ class Ctx:
                 raise AssertionError(f"{prim}: operand of type {a.dtype} in a {cdtype} operation")
         shape = broadcast_shapes(*[a.shape for a in vals if isinstance(a, Val)]) \
             if any(isinstance(a, Val) for a in vals) else ()
-        if prim in COMPARISONS:
+        if prim in COMPARISONS and out is not None and out.dtype == cdtype:
+            res_dtype = cdtype  # 0/1 in the operands' type (then cast to f32)
+        elif prim in COMPARISONS:
             res_dtype = "f32"
-            if cdtype != "f32":
+            if cdtype != "f32" and not all(isinstance(a, Val) and a.const is not None for a in vals):
                 t = self.ew(prim, *vals, dtype=cdtype, out=self.tmp(shape, cdtype))
                 return self.ew("cast", t, out=out, dtype="f32")
         else:
@@ -322,4 +324,6 @@ class Ctx:
              pre: Optional[str] = None) -> Val:
         s = self.reduce(x, axes, "add", keepdims, pre)
         n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-        return self.div(s, float(n), out=s) if n != 1 else s
+        if n == 1:
+            return s
+        return self.div(s, float(n), out=None if s.const is not None else s)

@@ -652,8 +652,9 @@ class _Importer:
             else:
                 kind = "graph_output" if onnx_name in out_set else "intermediate"
             if b.name in ks.constants:
-                shape, elem = ks.constants[b.name].shape, onnx.helper.np_dtype_to_tensor_dtype(
-                    self.p.consts[onnx_name].dtype) if onnx_name in self.p.consts else 1
+                src = self.p.consts.get(onnx_name, ks.constants[b.name])
+                shape = ks.constants[b.name].shape
+                elem = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(src).dtype)
             else:
                 shape, elem = self.tensor_type(onnx_name)
             info = BufferInfo(b.name, onnx_name, kind, tuple(shape), b.decl_shape, b.dtype,
