@@ -130,13 +130,13 @@ def run_case(pd, case, compile_: bool):
 def normalize_reason(reason: str) -> str:
     """A refusal reason without the node's identity, for grouping."""
     r = re.sub(r"^node #\d+ (?:'[^']*'|\(unnamed\)) \([A-Za-z]+\): ", "", reason)
-    r = re.sub(r"'[^']*'", "'…'", r)
+    r = re.sub(r"(tensor|output|constant) '[^']*'", r"\1 '…'", r)
     r = re.sub(r"\[[0-9, ]*\]", "[…]", r)
     r = re.sub(r"\b\d+\b", "N", r)
     return r
 
 
-def markdown(results, totals, args, versions) -> str:
+def markdown(results, totals, args, versions, seconds=None) -> str:
     by_op = collections.OrderedDict()
     for r in sorted(results, key=lambda r: r["operator"]):
         by_op.setdefault(r["operator"], []).append(r)
@@ -162,10 +162,14 @@ def markdown(results, totals, args, versions) -> str:
     w("*failed* is a wrong or crashed run.")
     w("")
     w("```sh")
-    w("PYTHONPATH=build/python_packages python3 bench/onnx_conformance.py --markdown docs/ONNX.md")
+    w(".venv/bin/python bench/onnx_conformance.py --json results.json --markdown docs/ONNX.md")
+    w("bench/onnx_conformance.py --filter 'layer_norm' -v   # a subset, every case printed")
     w("```")
     w("")
-    w(f"Measured {args.date} ({versions}).")
+    took = f", {seconds:.0f} s on this machine" if seconds else ""
+    w(f"Measured {args.date} ({versions}{took}). The bindings come from")
+    w("`build/python_packages` (or an installed `perfdojo`), the importer from")
+    w("this checkout's `python/perfdojo/onnx`.")
     w("")
     w(f"| tests | passed | refused | failed |")
     w(f"|---|---|---|---|")
@@ -181,6 +185,15 @@ def markdown(results, totals, args, versions) -> str:
     for reason, cnt in reasons.most_common():
         w(f"| {cnt} | {reason.replace('|', '/')} |")
     w("")
+    failed = [r for r in results if r["status"] == "failed"]
+    if failed:
+        w("Failed tests:")
+        w("")
+        w("| test | reason | analysis |")
+        w("|---|---|---|")
+        for r in failed:
+            w(f"| {r['name']} | {r['reason'].replace('|', '/')} | {KNOWN_FAILURES.get(r['name'], 'not analysed')} |")
+        w("")
     w("Per operator (an `(expanded)` row counts the tests of the operator's")
     w("function body, built from primitive nodes):")
     w("")
@@ -195,6 +208,14 @@ def markdown(results, totals, args, versions) -> str:
     w("")
     return "\n".join(lines) + "\n"
 
+
+# Failures that were analysed and are not importer bugs.
+KNOWN_FAILURES = {
+    "test_dft_inverse_opset19":
+        "the expected output holds float32 rounding noise (1.9e-7) where the exact inverse DFT "
+        "is 0, beyond the case's atol=1e-7; the kernel computes the DFT in f64 and gives ~1e-15 "
+        "there (every other element matches)",
+}
 
 DOC_BODY = """
 ## Use
@@ -233,6 +254,12 @@ names; `perfdojo.onnx.run` does this).
   statement (printed so that it reads back to the same float32/float64);
   a larger one is an extra `in` buffer whose data is saved next to the
   kernel.
+- **Operators defined as ONNX functions** (Attention, LinearAttention,
+  CausalConvWithState, RotaryEmbedding, SwiGLU, FlexAttention, ...) that
+  have no entry of their own in the operator table are replaced by their
+  function body (the schema's, context-dependent ones with the inferred
+  input types), exactly as the `_expanded` tests spell them. `Scan`
+  (opset >= 9) with a static sequence length is unrolled into plain nodes.
 - **One primitive per statement.** A composite operator (Gelu, LayerNorm,
   Softmax, ...) is a sequence of statements through `tmp` buffers; each
   statement has its own loop nest (top-level scopes), which moves can then
@@ -250,11 +277,19 @@ names; `perfdojo.onnx.run` does this).
 - **Padding** (Conv, pools, Pad) goes through a padded `tmp` buffer filled
   with the pad value (0, or -inf for MaxPool); AveragePool's divisors (which
   depend on `count_include_pad` and `ceil_mode`) are computed at import time.
+- **Recurrences** (RNN, GRU, LSTM; Sigmoid/Tanh activations, clip,
+  forward/reverse/bidirectional, layout 1) unroll the time steps.
+- **Linear transforms with constant coefficients**: Resize (every mode,
+  with constant scales or sizes) applies one interpolation matrix per axis,
+  taken from ONNX's reference implementation (the matrices are `in`
+  buffers); DFT applies cos/sin matrices (in f64).
 - **Not expressible** (refused with the node and reason): data-dependent
   indices (Gather/Scatter with run-time indices), dynamic shapes, element
   types the text form lacks (strings, unsigned, float8), functions it lacks
   (erf, trigonometric, floor/ceil/round, mod), `Pow` with a run-time
-  exponent, training-mode BatchNormalization/Dropout, MaxPool's Indices.
+  exponent, Resize with run-time scales (the output shape would depend on
+  data), training-mode Dropout (random), MaxPool's Indices, empty graph
+  outputs. Empty intermediate tensors are constants without elements.
   `Pow` with a constant exponent is a product (integers up to 16) or
   `exp(p*log(x))`.
 
@@ -270,8 +305,19 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write every case's result here")
     ap.add_argument("--markdown", help="write the report (docs/ONNX.md)")
     ap.add_argument("--date", default="2026-11-23")
+    ap.add_argument("--from-json", metavar="IN",
+                    help="do not run: write --markdown from the results of an earlier --json")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        totals = collections.Counter(saved["totals"])
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(markdown(saved["results"], totals, args, saved["versions"],
+                                 saved.get("seconds")))
+        return 0 if totals["failed"] == 0 else 1
 
     pd = _import_perfdojo()
     import numpy as np
@@ -288,6 +334,7 @@ def main(argv=None) -> int:
         if args.verbose or status == "failed":
             print(f"[{i + 1}/{len(cases)}] {status:7} {case.name} {reason}", flush=True)
     n = len(cases)
+    seconds = time.time() - t_start
     print(f"{n} float tests: passed {totals['passed']} ({100.0 * totals['passed'] / max(n, 1):.1f} %), "
           f"refused {totals['refused']}, failed {totals['failed']} "
           f"({time.time() - t_start:.0f} s{', interpreter only' if args.no_compile else ''})")
@@ -295,10 +342,11 @@ def main(argv=None) -> int:
                 f"{platform.python_version()}, {platform.machine()}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"totals": dict(totals), "versions": versions, "results": results}, f, indent=1)
+            json.dump({"totals": dict(totals), "versions": versions, "seconds": round(seconds),
+                       "results": results}, f, indent=1)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(markdown(results, totals, args, versions))
+            f.write(markdown(results, totals, args, versions, seconds))
     return 0 if totals["failed"] == 0 else 1
 
 

@@ -354,14 +354,10 @@ def idx_from_linear(shape: Shape, off: Lin) -> List[Lin]:
     return [Lin()] * (len(shape) - 1) + [off]
 
 
-def _target_shape(ctx: Ctx) -> Shape:
-    return ctx.out_shape(0)
-
-
 @op("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def reshape(ctx: Ctx) -> None:
     x = ctx.inp(0)
-    shape = _target_shape(ctx)
+    shape = ctx.out_shape()
     if int(np.prod(shape, dtype=np.int64)) != x.size:
         ctx.refuse(f"reshape from {list(x.shape)} to {list(shape)} changes the element count")
     if tuple(shape) == tuple(x.shape):
@@ -373,7 +369,7 @@ def reshape(ctx: Ctx) -> None:
 @op("Expand")
 def expand(ctx: Ctx) -> None:
     x = ctx.inp(0)
-    shape = _target_shape(ctx)
+    shape = ctx.out_shape()
     if tuple(shape) == tuple(x.shape):
         ctx.set_out(0, x)
         return
@@ -403,12 +399,11 @@ def transpose(ctx: Ctx) -> None:
     ctx.set_out(0, permute(ctx, x, ctx.attr("perm", list(range(len(x.shape)))[::-1])))
 
 
-def _place(ctx: Ctx, src: Val, out: Val, axis_offsets: Dict[int, Tuple[int, int]],
-           loops: Optional[Shape] = None) -> None:
-    """Copy ``src`` into ``out`` where, along each axis a in ``axis_offsets``
-    = {a: (offset, step)}, out index = offset + step * src index... or the
-    other way round: the loop runs over ``loops`` (default: src's shape)."""
-    loops = tuple(loops or src.shape)
+def _place(ctx: Ctx, src: Val, out: Val, axis_offsets: Dict[int, Tuple[int, int]]) -> None:
+    """Copy all of ``src`` into ``out``: along each axis ``a`` of
+    ``axis_offsets`` = {a: (offset, step)} element i goes to offset + step*i,
+    along the other axes to i."""
+    loops = tuple(src.shape)
     idx = loop_vars(len(loops))
     out_idx = [idx[d] * axis_offsets[d][1] + axis_offsets[d][0] if d in axis_offsets else idx[d]
                for d in range(len(loops))]
