@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import json
 import os
 import platform
 import re
 import sys
 import time
-import traceback
 import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
 from onnx import helper
 
 from .errors import OnnxImportError
-from .kernel import (COMPARISONS, FLOAT_DTYPES, INT_DTYPES, PRIMITIVES,
+from .kernel import (COMPARISONS, FLOAT_DTYPES, PRIMITIVES,
                      REDUCE_ASSIGN, Access, Buffer, IterVar, KernelBuilder,
                      Lin, Literal, Operand)
 
@@ -116,7 +116,8 @@ class Ctx:
 
     def __init__(self, kb: KernelBuilder, node: onnx.NodeProto, index: int,
                  inputs: List[Optional[Val]], out_types: List[Tuple[Shape, str]],
-                 opset: int, materialize: Callable[[Val], Buffer]):
+                 opset: int, materialize: Callable[[Val], Buffer],
+                 is_bool: Callable[[str], bool] = lambda name: False):
         self.kb = kb
         self.node = node
         self.index = index
@@ -124,12 +125,13 @@ class Ctx:
         self.out_types = out_types
         self.opset = opset
         self._materialize = materialize
+        self._is_bool = is_bool
         self.outputs: Dict[int, Val] = {}
         self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         self.hint = (node.name or node.op_type).lower()
 
     # ---- node access -------------------------------------------------------
-    def refuse(self, reason: str) -> "NoReturn":  # noqa: F821
+    def refuse(self, reason: str) -> NoReturn:
         raise OnnxImportError(reason, self.node.op_type, self.node.name, self.index)
 
     def attr(self, name: str, default=None):
@@ -151,6 +153,13 @@ class Ctx:
         if v.const is None:
             self.refuse(f"{what} (input {i}) must be a constant; it is computed at run time")
         return v.const
+
+    def node_input_is_bool(self, i: int) -> bool:
+        """Is input i an ONNX bool tensor (stored as f32 0/1)?"""
+        return bool(self.node.input[i]) and self._is_bool(self.node.input[i])
+
+    def node_output_is_bool(self, i: int) -> bool:
+        return bool(self.node.output[i]) and self._is_bool(self.node.output[i])
 
     def wants_output(self, i: int) -> bool:
         return i < len(self.node.output) and bool(self.node.output[i])

@@ -30,9 +30,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
 
-from .emit import ONNX_DTYPES, NUMPY_DTYPES, Ctx, Val, const_val, loop_vars, loops_of
+from .emit import ONNX_DTYPES, NUMPY_DTYPES, Ctx, Val, const_val
 from .errors import OnnxImportError
-from .kernel import Buffer, KernelBuilder, Literal, Namer
+from .kernel import Buffer, KernelBuilder, Namer
 from .ops import OPS
 
 RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -597,9 +597,8 @@ class _Importer:
                 continue
             shape, elem = self.tensor_type(n, where)
             out_types.append((shape, ONNX_DTYPES[elem]))
-        ctx = Ctx(ks.kb, node, idx, inputs, out_types, self.p.opset, self.materializer(ks))
-        ctx.node_output_is_bool = lambda i: self.tensor_type(node.output[i], where)[1] == onnx.TensorProto.BOOL
-        ctx.node_input_is_bool = lambda i: self.tensor_type(node.input[i], where)[1] == onnx.TensorProto.BOOL
+        ctx = Ctx(ks.kb, node, idx, inputs, out_types, self.p.opset, self.materializer(ks),
+                  lambda n: self.tensor_type(n, where)[1] == onnx.TensorProto.BOOL)
         empty = [i for i, (shape, _) in enumerate(out_types) if node.output[i] and 0 in shape]
         if len(empty) < len([n for n in node.output if n]):
             emitter(ctx)
@@ -694,6 +693,12 @@ _WHY = {
     **{t: " (the text form has no trigonometric functions)" for t in
        ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
     "ArgMax": " (integer index outputs are not supported)",
+    "GridSample": " (the sampling positions are run-time data, not linear indices)",
+    "DeformConv": " (the sampling offsets are run-time data, not linear indices)",
+    "Det": " (a determinant has no loop form with the text form's primitives)",
+    "OptionalGetElement": " (optional values are not tensors)",
+    "NonZero": " (the output shape depends on the data)",
+    "Unique": " (the output shape depends on the data)",
     "ArgMin": " (integer index outputs are not supported)",
 }
 
