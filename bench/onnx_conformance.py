@@ -232,7 +232,8 @@ outs = po.run(m, {"x": x}, po.interpreter())   # or po.compiled(threads=1)
 ```
 
 `DIR` receives `<kernel>.pd` per kernel, one `<buffer>.npy` per constant
-input buffer and `manifest.json`: for every kernel its `in`/`out` buffers
+input buffer (`<kernel>.<buffer>.npy` where per-node kernels hold different
+data under one buffer name) and `manifest.json`: for every kernel its `in`/`out` buffers
 with the ONNX tensor each holds (`graph_input`, `constant`, `intermediate`,
 `graph_output`), its ONNX shape and element type and the declared shape and
 dtype of the buffer. A runner feeds a kernel by reshaping each tensor to the

@@ -376,3 +376,26 @@ def test_integer_and_bool_intermediates():
     assert "tmp k i64 [2, 3] heap" in k.text and "tmp b f32 [2, 3] heap" in k.text
     for ex in (po.interpreter(), po.compiled(threads=1)):
         np.testing.assert_array_equal(po.run(po.import_model(m), {"x": x}, ex)["y"], _reference(m, {"x": x}))
+
+
+def test_per_node_constants_do_not_collide(tmp_path):
+    """Two kernels with different data under the same buffer name get
+    distinct .npy files; the manifest names them."""
+    T = TensorProto
+    m = _model([helper.make_node("Add", ["x", "c"], ["a"], name="k1"),
+                helper.make_node("Mul", ["a", "c_"], ["y"], name="k2")],
+               [_vi("x", [3])], [_vi("y", [3])],
+               [helper.make_tensor("c", T.FLOAT, [3], [1, 2, 3]),
+                helper.make_tensor("c_", T.FLOAT, [3], [4, 5, 6])])
+    imp = po.import_model(m, fuse="node")
+    for k in imp.kernels:  # rename both constant buffers alike to force a clash
+        (name,) = k.constants
+        k.constants = {"w": k.constants[name]}
+        for b in k.inputs:
+            if b.kind == "constant":
+                b.buffer = "w"
+    imp.write(str(tmp_path))
+    man = json.loads((tmp_path / "manifest.json").read_text())
+    files = [b["file"] for k in man["kernels"] for b in k["inputs"] if b["kind"] == "constant"]
+    assert files == ["k1.w.npy", "k2.w.npy"]
+    np.testing.assert_array_equal(np.load(tmp_path / "k2.w.npy"), [4, 5, 6])

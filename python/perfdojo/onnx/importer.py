@@ -80,7 +80,26 @@ class ImportedModel:
     fuse: str
     output_constants: Dict[str, np.ndarray] = field(default_factory=dict)
 
+    def constant_files(self) -> Dict[Tuple[str, str], str]:
+        """(kernel, buffer) -> file name of a constant input: ``<buffer>.npy``,
+        or ``<kernel>.<buffer>.npy`` where kernels (per-node mode) hold
+        different data under the same buffer name."""
+        by_name: Dict[str, List[np.ndarray]] = {}
+        for k in self.kernels:
+            for name, arr in k.constants.items():
+                by_name.setdefault(name, []).append(arr)
+        files = {}
+        for k in self.kernels:
+            for name in k.constants:
+                arrs = by_name[name]
+                shared = all(a.shape == arrs[0].shape and a.dtype == arrs[0].dtype
+                             and np.array_equal(a, arrs[0], equal_nan=a.dtype.kind == "f")
+                             for a in arrs)
+                files[(k.name, name)] = f"{name}.npy" if shared else f"{k.name}.{name}.npy"
+        return files
+
     def manifest(self) -> dict:
+        files = self.constant_files()
         return {
             "format": "perfdojo-onnx-import/1",
             "fuse": self.fuse,
@@ -92,7 +111,7 @@ class ImportedModel:
                 "name": k.name,
                 "file": f"{k.name}.pd",
                 "nodes": k.nodes,
-                "inputs": [dict(b.to_json(), **({"file": f"{b.buffer}.npy"}
+                "inputs": [dict(b.to_json(), **({"file": files[(k.name, b.buffer)]}
                                                 if b.kind == "constant" else {}))
                            for b in k.inputs],
                 "outputs": [b.to_json() for b in k.outputs],
@@ -100,13 +119,15 @@ class ImportedModel:
         }
 
     def write(self, directory: str) -> None:
-        """DIR/<kernel>.pd, DIR/<constant buffer>.npy, DIR/manifest.json."""
+        """DIR/<kernel>.pd, DIR/<constant buffer>.npy (see
+        :meth:`constant_files`), DIR/manifest.json."""
         os.makedirs(directory, exist_ok=True)
+        files = self.constant_files()
         for k in self.kernels:
             with open(os.path.join(directory, f"{k.name}.pd"), "w") as f:
                 f.write(k.text)
             for name, arr in k.constants.items():
-                np.save(os.path.join(directory, f"{name}.npy"), arr)
+                np.save(os.path.join(directory, files[(k.name, name)]), arr)
         with open(os.path.join(directory, "manifest.json"), "w") as f:
             json.dump(self.manifest(), f, indent=1)
 
