@@ -182,6 +182,8 @@ class Ctx:
         """An operand reading ``v`` at ``idx`` (a literal for a one-element
         constant, which is then the same at every index)."""
         if v.is_scalar_const:
+            if not is_float(v.dtype) and abs(int(v.scalar())) > 2**53:
+                self.refuse(f"integer constant {int(v.scalar())} is beyond what a literal holds (2^53)")
             return Literal(v.scalar(), v.dtype)
         if v.buf is None:
             v.buf = self._materialize(v)

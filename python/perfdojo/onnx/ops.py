@@ -557,23 +557,20 @@ def pad_tensor(ctx: Ctx, x: Val, before: Dict[int, int], after: Dict[int, int],
 
 
 def _block_shuffle(ctx: Ctx, to_depth: bool) -> None:
-    """SpaceToDepth / DepthToSpace (DCR and CRD) as one index-mapped copy."""
+    """SpaceToDepth / DepthToSpace (DCR and CRD) as one index-mapped copy
+    over (n, c, h, i, w, j): the space tensor [N, C, H*b, W*b] at
+    (n, c, h*b+i, w*b+j), the depth tensor [N, C*b*b, H, W] at (n, ch, h, w)
+    with ch = (i*b+j)*C + c (DCR) or c*b*b + i*b + j (CRD)."""
     x = ctx.inp(0)
-    bs = ctx.attr("blocksize")
-    out_shape = ctx.out_shape()
-    n, c, h, w = (out_shape if to_depth else x.shape)
-    c_small = c // (bs * bs) if to_depth else x.shape[1] // (bs * bs)
-    if not to_depth:
-        n, c, h, w = x.shape  # depth tensor dims
-    out = ctx.tmp(out_shape, x.dtype)
-    # loops: n, c', h, i, w, j  with c' the channel count of the space tensor
-    N, H, W = (n, h, w)
-    loops = (N, c_small, H, bs, W, bs)
-    v = loop_vars(6)
-    space_idx = [v[0], v[1], v[2] * bs + v[3], v[4] * bs + v[5]]
-    crd = ctx.attr("mode", "DCR") == "CRD"
-    ch = (v[1] * (bs * bs) + v[3] * bs + v[5]) if crd else ((v[3] * bs + v[5]) * c_small + v[1])
-    depth_idx = [v[0], ch, v[2], v[4]]
+    b = ctx.attr("blocksize")
+    depth_shape = ctx.out_shape() if to_depth else x.shape
+    N, C, H, W = depth_shape[0], depth_shape[1] // (b * b), depth_shape[2], depth_shape[3]
+    out = ctx.tmp(ctx.out_shape(), x.dtype)
+    n, c, h, i, w, j = loop_vars(6)
+    space_idx = [n, c, h * b + i, w * b + j]
+    ch = (c * (b * b) + i * b + j) if ctx.attr("mode", "DCR") == "CRD" else ((i * b + j) * C + c)
+    depth_idx = [n, ch, h, w]
+    loops = (N, C, H, b, W, b)
     if to_depth:
         ctx.gather_copy(x, out, loops, depth_idx, space_idx)
     else:
