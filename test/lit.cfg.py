@@ -25,6 +25,8 @@ config.substitutions.append(("%perfdojo_lib", config.perfdojo_lib_dir))
 config.substitutions.append(("%kernels",
                              os.path.join(config.perfdojo_src_root, "kernels")))
 config.substitutions.append(("%python", config.perfdojo_python))
+config.substitutions.append(("%cc", config.perfdojo_cc))
+config.substitutions.append(("%openmp_dir", config.perfdojo_openmp_dir))
 config.substitutions.append(("%perfdojo_obj", config.perfdojo_obj_root))
 config.substitutions.append(("%perfdojo_src", config.perfdojo_src_root))
 

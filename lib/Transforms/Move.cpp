@@ -65,6 +65,24 @@ static bool isWord(StringRef text) {
          llvm::all_of(text, [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
+SmallVector<std::string> mlir::perfdojo::parseMoveList(StringRef text) {
+  SmallVector<std::string> moves;
+  SmallVector<StringRef> lines;
+  text.split(lines, '\n');
+  for (StringRef line : lines) {
+    line = line.trim();
+    if (line.starts_with("#"))
+      continue;
+    size_t comment = line.find(" #");
+    if (comment == StringRef::npos)
+      comment = line.find("\t#");
+    line = line.take_front(comment).trim();
+    if (!line.empty())
+      moves.push_back(line.str());
+  }
+  return moves;
+}
+
 FailureOr<MoveInstance> mlir::perfdojo::parseMove(StringRef text,
                                                   std::string &error) {
   text = text.trim();

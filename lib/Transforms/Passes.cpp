@@ -86,21 +86,7 @@ struct ApplyMovesPass
           << movesFile << "': " << buffer.getError().message();
       return failure();
     }
-    SmallVector<StringRef> lines;
-    (*buffer)->getBuffer().split(lines, '\n');
-    for (StringRef line : lines) {
-      // A comment starts with '#' at the start of a line or after a blank
-      // ('#' right after a name is an ordinal: m#1).
-      line = line.trim();
-      if (line.starts_with("#"))
-        continue;
-      size_t comment = line.find(" #");
-      if (comment == StringRef::npos)
-        comment = line.find("\t#");
-      line = line.take_front(comment).trim();
-      if (!line.empty())
-        texts.push_back(line.str());
-    }
+    texts.append(parseMoveList((*buffer)->getBuffer()));
     return success();
   }
 };

@@ -130,6 +130,12 @@ struct MoveInstance {
 /// `error` naming what is wrong.
 FailureOr<MoveInstance> parseMove(StringRef text, std::string &error);
 
+/// The moves of a moves file (`pd-tune --moves-output`, `pd-opt
+/// --pd-apply=moves-file=`): one per line; a comment starts with '#' at the
+/// start of a line or after a blank ('#' right after a name is an ordinal:
+/// m#1); blank lines are ignored.
+SmallVector<std::string> parseMoveList(StringRef text);
+
 /// Finds the IR a location designates in `kernel`.
 FailureOr<ResolvedLocation> resolveLocation(KernelOp kernel,
                                             LocationKind kind,

@@ -1,0 +1,32 @@
+#include "nn.h"
+#include <math.h>
+#include <stdio.h>
+
+static float x[64][256], y[64][256];
+static double a[1000], b[1000], c[1000];
+
+int main(void) {
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 256; ++j)
+      x[i][j] = sinf(0.37f * i + 0.11f * j) * 3;
+  for (int i = 0; i < 1000; ++i) {
+    a[i] = i % 7 - 3.5;
+    b[i] = (i % 3) * 0.25;
+  }
+  nn_sm(&x[0][0], &y[0][0]);
+  nn_addrelu(a, b, c);
+  double worst = 0;
+  for (int i = 0; i < 64; ++i) {
+    float m = -INFINITY, s = 0;
+    for (int j = 0; j < 256; ++j)
+      m = fmaxf(m, x[i][j]);
+    for (int j = 0; j < 256; ++j)
+      s += expf(x[i][j] - m);
+    for (int j = 0; j < 256; ++j)
+      worst = fmax(worst, fabs(y[i][j] - expf(x[i][j] - m) / s));
+  }
+  for (int i = 0; i < 1000; ++i)
+    worst = fmax(worst, fabs(c[i] - fmax(a[i] + b[i], 0)));
+  printf("largest difference %g\n", worst);
+  return worst < 1e-6 ? 0 : 1;
+}
