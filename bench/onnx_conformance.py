@@ -31,16 +31,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _import_perfdojo():
-    """The bindings from the build tree (or an installed package), with the
-    importer from this checkout's sources taking precedence."""
-    for p in (os.path.join(ROOT, "build", "python_packages"),):
-        if os.path.isdir(p) and p not in sys.path:
-            sys.path.insert(0, p)
+    """The package the build assembles (build/python_packages), unless an
+    installed one (the setup's .venv) is found first."""
+    try:
+        import perfdojo.onnx  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, os.path.join(ROOT, "build", "python_packages"))
+        import perfdojo.onnx  # noqa: F401
     import perfdojo
-    src = os.path.join(ROOT, "python", "perfdojo")
-    if os.path.isdir(os.path.join(src, "onnx")) and src not in perfdojo.__path__:
-        perfdojo.__path__.insert(0, src)
-    import perfdojo.onnx  # noqa: F401
     return perfdojo
 
 

@@ -1,20 +1,16 @@
-"""Tests of the ONNX importer (perfdojo.onnx).
-
-Import-only tests need onnx and numpy; tests that execute kernels need the
-compiled bindings (perfdojo._core) and are skipped only when those are
-missing.  The conformance subset below must keep passing: each case is
+"""Tests of the ONNX importer (perfdojo.onnx), run by scripts/test.sh with
+the package the build assembles. The conformance subset below must keep
+passing: each case is
 imported with fuse="graph", run interpreted and compiled and compared with
 ONNX's expected outputs.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
 import sys
-import types
 import warnings
 
 import numpy as np
@@ -27,40 +23,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOL = os.path.join(ROOT, "tools", "pd-import-onnx", "pd-import-onnx")
 
 
-def _load_importer():
-    """perfdojo.onnx from this checkout; without the bindings, the importer
-    package alone (it needs only onnx and numpy)."""
-    try:
-        import perfdojo  # noqa: F401
-        src = os.path.join(ROOT, "python", "perfdojo")
-        if src not in perfdojo.__path__:
-            perfdojo.__path__.insert(0, src)
-        return importlib.import_module("perfdojo.onnx"), True
-    except ImportError:
-        stub = types.ModuleType("perfdojo")
-        stub.__path__ = [os.path.join(ROOT, "python", "perfdojo")]
-        sys.modules["perfdojo"] = stub
-        return importlib.import_module("perfdojo.onnx"), False
-
-
-po, HAVE_BINDINGS = _load_importer()
-needs_bindings = pytest.mark.skipif(not HAVE_BINDINGS,
-                                    reason="the perfdojo bindings (perfdojo._core) are not built")
+import perfdojo  # noqa: E402
+import perfdojo.onnx as po  # noqa: E402
 
 
 def pd_translate_ok(text: str, tmp_path) -> None:
-    """The text parses and verifies (pd-translate, or the bindings)."""
-    if HAVE_BINDINGS:
-        import perfdojo
-        perfdojo.Kernel.parse(text)
-        return
-    tool = os.path.join(ROOT, "build", "bin", "pd-translate")
-    if not os.path.exists(tool):
-        pytest.skip("neither the bindings nor pd-translate are built")
-    f = tmp_path / "k.pd"
-    f.write_text(text)
-    r = subprocess.run([tool, "--import-pd", str(f)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    """The text parses and verifies."""
+    perfdojo.Kernel.parse(text)
 
 
 # --------------------------------------------------------------------------
@@ -124,13 +93,11 @@ def test_conformance_imports(cases, name, tmp_path):
     pd_translate_ok(imported.kernels[0].text, tmp_path)
 
 
-@needs_bindings
 @pytest.mark.parametrize("name", CONFORMANCE_SUBSET)
 def test_conformance_interpreted(cases, name):
     _run_case(cases[name], po.interpreter())
 
 
-@needs_bindings
 @pytest.mark.parametrize("name", CONFORMANCE_SUBSET[::4])
 def test_conformance_compiled(cases, name):
     _run_case(cases[name], po.compiled(threads=1))
@@ -252,7 +219,6 @@ def test_mlp_graph_is_one_kernel(tmp_path):
     pd_translate_ok(k.text, tmp_path)
 
 
-@needs_bindings
 @pytest.mark.parametrize("fuse", ["graph", "node"])
 def test_multi_node_graphs_run(fuse):
     x = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
@@ -290,7 +256,6 @@ def resize_model(mode, scales, **attrs):
     return _model([node], [_vi("x", [1, 2, 4, 4])], [_vi("y", None)], inits, opset=19)
 
 
-@needs_bindings
 @pytest.mark.parametrize("model", [
     resize_model("linear", [1, 1, 2, 1.5]),
     resize_model("cubic", [1, 1, 0.5, 2], exclude_outside=1),
@@ -346,7 +311,6 @@ def test_cli_refusal_exit_status(tmp_path):
     assert "cosine" in r.stderr and "Cos" in r.stderr
 
 
-@needs_bindings
 @pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, -2.0, 0.5, -0.5, 1.7])
 def test_pow_constant_exponent(p):
     m = _model([helper.make_node("Pow", ["x", "p"], ["y"])], [_vi("x", [7])], [_vi("y", [7])],
@@ -358,7 +322,6 @@ def test_pow_constant_exponent(p):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@needs_bindings
 def test_integer_and_bool_intermediates():
     """int64 arithmetic and comparisons (bools are f32 0/1) inside a graph."""
     T = TensorProto
