@@ -324,6 +324,29 @@ void checkInputs(KernelOp kernel, ArrayRef<NamedValues> inputs) {
 
 using Outputs = std::vector<std::pair<std::string, OutArray>>;
 
+/// The interpreter after one run of `kernel` on the seeded inputs, those
+/// given replacing theirs. Throws with the diagnostics on a failure.
+std::unique_ptr<Interpreter> runInterpreter(KernelOp kernel,
+                                            ArrayRef<NamedValues> inputs,
+                                            uint64_t seed, uint64_t maxMiB,
+                                            uint64_t maxOperations) {
+  Diagnostics diagnostics;
+  auto interpreter =
+      Interpreter::create(kernel, Interpreter::mebibytes(maxMiB));
+  if (failed(interpreter))
+    throw Error(diagnostics.str());
+  (*interpreter)->fillInputs(seed);
+  for (const NamedValues &input : inputs) {
+    std::string error;
+    if (failed((*interpreter)->setInput(input.name, input.values, error)))
+      throw Error(error);
+  }
+  if (failed((*interpreter)->run(maxOperations)))
+    throw Error("interpreting kernel '" + kernel.getSymName().str() +
+                "': " + diagnostics.str());
+  return std::move(*interpreter);
+}
+
 Outputs interpret(PyKernel &kernel,
                   const std::vector<std::pair<std::string, InArray>> &given,
                   uint64_t seed, uint64_t maxMiB, uint64_t maxOperations) {
@@ -331,21 +354,10 @@ Outputs interpret(PyKernel &kernel,
   std::vector<NamedValues> outputs = call([&] {
     KernelOp k = kernel.get();
     checkInputs(k, inputs);
-    Diagnostics diagnostics;
-    auto interpreter = Interpreter::create(k, Interpreter::mebibytes(maxMiB));
-    if (failed(interpreter))
-      throw Error(diagnostics.str());
-    (*interpreter)->fillInputs(seed);
-    for (const NamedValues &input : inputs) {
-      std::string error;
-      if (failed((*interpreter)->setInput(input.name, input.values, error)))
-        throw Error(error);
-    }
-    if (failed((*interpreter)->run(maxOperations)))
-      throw Error("interpreting kernel '" + k.getSymName().str() +
-                  "': " + diagnostics.str());
+    std::unique_ptr<Interpreter> interpreter =
+        runInterpreter(k, inputs, seed, maxMiB, maxOperations);
     std::vector<NamedValues> result;
-    for (const BufferData &b : (*interpreter)->getBuffers()) {
+    for (const BufferData &b : interpreter->getBuffers()) {
       if (b.role != Role::out)
         continue;
       NamedValues v{b.name, {b.shape.begin(), b.shape.end()}, {}};
@@ -412,19 +424,9 @@ PyRunResult runCompiled(PyKernel &kernel,
     (*compiled)->run(options, r);
     if (!check || !r.ok())
       return r;
-    Diagnostics diagnostics;
-    auto interpreter = Interpreter::create(k, Interpreter::mebibytes(maxMiB));
-    if (failed(interpreter))
-      throw Error("checking against the interpreter: " + diagnostics.str());
-    (*interpreter)->fillInputs(seed);
-    for (const NamedValues &input : inputs) {
-      std::string error;
-      if (failed((*interpreter)->setInput(input.name, input.values, error)))
-        throw Error(error);
-    }
-    if (failed((*interpreter)->run()))
-      throw Error("checking against the interpreter: " + diagnostics.str());
-    compareWithReference(**interpreter, tolerance, r);
+    std::unique_ptr<Interpreter> reference = runInterpreter(
+        k, inputs, seed, maxMiB, Interpreter::kDefaultMaxOperations);
+    compareWithReference(*reference, tolerance, r);
     return r;
   });
   PyRunResult out;

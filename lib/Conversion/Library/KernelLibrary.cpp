@@ -222,20 +222,12 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
   registerOpenMPDialectTranslation(*ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
-  module->getBody()->push_back(kernel->clone());
-  {
-    DiagnosticText diagnostics(ctx);
-    PassManager pm(ctx, ModuleOp::getOperationName());
-    LowerToLLVMOptions lowering;
-    lowering.streamingMinBytes = options.streamingMinBytes;
-    lowering.fpContract = options.fpContract;
-    buildLowerToLLVMPipeline(pm, lowering);
-    if (failed(pm.run(*module))) {
-      error = "lowering failed: " + diagnostics.str();
-      return failure();
-    }
-  }
+  LowerToLLVMOptions lowering;
+  lowering.streamingMinBytes = options.streamingMinBytes;
+  lowering.fpContract = options.fpContract;
+  OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
+  if (!module)
+    return failure();
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*module, llvmContext, kernel.getSymName());

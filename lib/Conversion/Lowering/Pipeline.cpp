@@ -1,6 +1,8 @@
 //===- Pipeline.cpp - pd-lower-to-llvm ------------------------------------===//
 
 #include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/Support/DiagnosticText.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -71,6 +73,23 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+OwningOpRef<ModuleOp>
+mlir::perfdojo::lowerKernelToLLVM(KernelOp kernel,
+                                  const LowerToLLVMOptions &options,
+                                  std::string &error) {
+  MLIRContext *ctx = kernel.getContext();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
+  module->getBody()->push_back(kernel->clone());
+  DiagnosticText diagnostics(ctx);
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  buildLowerToLLVMPipeline(pm, options);
+  if (failed(pm.run(*module))) {
+    error = "lowering failed: " + diagnostics.str();
+    return nullptr;
+  }
+  return module;
 }
 
 void mlir::perfdojo::registerLoweringPasses() {

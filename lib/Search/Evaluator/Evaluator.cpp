@@ -158,23 +158,15 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   std::unique_ptr<CompiledKernel> compiled(new CompiledKernel());
   compiled->buffers = getParameters(kernel);
 
-  MLIRContext *ctx = kernel.getContext();
-
   // Lower a copy in a module of its own.
-  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
-  module->getBody()->push_back(kernel->clone());
-  {
-    DiagnosticText diagnostics(ctx);
-    PassManager pm(ctx, ModuleOp::getOperationName());
-    LowerToLLVMOptions lowering;
-    lowering.streamingMinBytes = options.streamingMinBytes;
-    lowering.fpContract = options.fpContract;
-    buildLowerToLLVMPipeline(pm, lowering);
-    if (failed(pm.run(*module)))
-      return fail("lowering failed: " + diagnostics.str());
-  }
-
+  LowerToLLVMOptions lowering;
+  lowering.streamingMinBytes = options.streamingMinBytes;
+  lowering.fpContract = options.fpContract;
   std::string error;
+  OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
+  if (!module)
+    return fail(error);
+
   auto engine = createHostEngine(*module, error);
   if (failed(engine))
     return fail(error);

@@ -22,6 +22,7 @@
 
 namespace mlir {
 namespace perfdojo {
+class KernelOp;
 
 #define GEN_PASS_DECL
 #include "PerfDojo/Conversion/Lowering/Passes.h.inc"
@@ -52,6 +53,13 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
 
 void buildLowerToLLVMPipeline(OpPassManager &pm,
                               const LowerToLLVMOptions &options = {});
+
+/// A copy of `kernel`, in a module of its own, lowered by
+/// buildLowerToLLVMPipeline; null with the diagnostics in `error` when the
+/// lowering fails.
+OwningOpRef<ModuleOp> lowerKernelToLLVM(KernelOp kernel,
+                                        const LowerToLLVMOptions &options,
+                                        std::string &error);
 
 /// Registers the lowering passes and the `pd-lower-to-llvm` pipeline.
 void registerLoweringPasses();
