@@ -164,8 +164,8 @@ def markdown(results, totals, args, versions, seconds=None) -> str:
     w("")
     took = f", {seconds:.0f} s on this machine" if seconds else ""
     w(f"Measured {args.date} ({versions}{took}). The bindings come from")
-    w("`build/python_packages` (or an installed `perfdojo`), the importer from")
-    w("this checkout's `python/perfdojo/onnx`.")
+    w("`build/python_packages`, the package the build assembles (importer")
+    w("included), on `.venv`'s path after `scripts/setup.sh`.")
     w("")
     w(f"| tests | passed | refused | failed |")
     w(f"|---|---|---|---|")
