@@ -128,6 +128,92 @@ TEST(Interpreter, PrimitivesComputeInFloat64) {
   EXPECT_EQ(y[7], 1.0);
 }
 
+TEST(Interpreter, MorePrimitivesAtChosenPoints) {
+  KernelRun r("kernel k\nout y f64 [24] heap\ntmp t f64 [1] heap\n\n"
+              "t[0]=0.5\n"
+              "y[0]=erf(t[0])\ny[1]=sin(t[0])\ny[2]=cos(t[0])\n"
+              "y[3]=tan(t[0])\ny[4]=asin(t[0])\ny[5]=acos(t[0])\n"
+              "y[6]=atan(t[0])\ny[7]=sinh(t[0])\ny[8]=cosh(t[0])\n"
+              "y[9]=asinh(t[0])\ny[10]=acosh(2)\ny[11]=atanh(t[0])\n"
+              "y[12]=pow(t[0],-3)\ny[13]=pow(-8,t[0])\n"
+              "y[14]=floor(-2.5)\ny[15]=ceil(-2.5)\n"
+              "y[16]=round(2.5)\ny[17]=round(3.5)\ny[18]=round(-2.5)\n"
+              "y[19]=round(-0.5)\ny[20]=round(2.5000001)\n"
+              "y[21]=sign(-0.25)\ny[22]=sign(-0)\ny[23]=sign(nan)\n");
+  ASSERT_TRUE(r.ok);
+  const std::vector<double> &y = r.buffer("y").floats;
+  EXPECT_EQ(y[0], std::erf(0.5));
+  EXPECT_EQ(y[1], std::sin(0.5));
+  EXPECT_EQ(y[2], std::cos(0.5));
+  EXPECT_EQ(y[3], std::tan(0.5));
+  EXPECT_EQ(y[4], std::asin(0.5));
+  EXPECT_EQ(y[5], std::acos(0.5));
+  EXPECT_EQ(y[6], std::atan(0.5));
+  EXPECT_EQ(y[7], std::sinh(0.5));
+  EXPECT_EQ(y[8], std::cosh(0.5));
+  EXPECT_EQ(y[9], std::asinh(0.5));
+  EXPECT_EQ(y[10], std::acosh(2.0));
+  EXPECT_EQ(y[11], std::atanh(0.5));
+  EXPECT_EQ(y[12], 8.0);
+  EXPECT_TRUE(std::isnan(y[13])); // C pow: a negative base, a fraction.
+  EXPECT_EQ(y[14], -3.0);
+  EXPECT_EQ(y[15], -2.0);
+  // Halves to even; -0.5 rounds to -0.
+  EXPECT_EQ(y[16], 2.0);
+  EXPECT_EQ(y[17], 4.0);
+  EXPECT_EQ(y[18], -2.0);
+  EXPECT_EQ(y[19], 0.0);
+  EXPECT_TRUE(std::signbit(y[19]));
+  EXPECT_EQ(y[20], 3.0);
+  EXPECT_EQ(y[21], -1.0);
+  EXPECT_EQ(y[22], 0.0);
+  EXPECT_FALSE(std::signbit(y[22]));
+  EXPECT_TRUE(std::isnan(y[23]));
+}
+
+TEST(Interpreter, RemaindersTruncatedAndFloored) {
+  // fmod keeps the sign of the dividend (C), mod takes the divisor's
+  // (Python); a zero remainder of mod has the divisor's sign.
+  KernelRun f("kernel k\nout y f64 [8] heap\n\n"
+              "y[0]=fmod(-7,3)\ny[1]=mod(-7,3)\ny[2]=fmod(7,-3)\n"
+              "y[3]=mod(7,-3)\ny[4]=mod(6,-3)\ny[5]=mod(-5.5,2)\n"
+              "y[6]=fmod(1,0)\ny[7]=mod(-1,inf)\n");
+  ASSERT_TRUE(f.ok);
+  const std::vector<double> &y = f.buffer("y").floats;
+  EXPECT_EQ(y[0], -1.0);
+  EXPECT_EQ(y[1], 2.0);
+  EXPECT_EQ(y[2], 1.0);
+  EXPECT_EQ(y[3], -2.0);
+  EXPECT_EQ(y[4], 0.0);
+  EXPECT_TRUE(std::signbit(y[4]));
+  EXPECT_EQ(y[5], 0.5);
+  EXPECT_TRUE(std::isnan(y[6]));
+  EXPECT_EQ(y[7], INFINITY); // as Python's -1 % inf
+
+  KernelRun i("kernel k\nout y i8 [7] heap\ntmp m i8 [1] heap\n\n"
+              "m[0]=-128\n"
+              "y[0]=fmod(-7,3)\ny[1]=mod(-7,3)\ny[2]=fmod(7,-3)\n"
+              "y[3]=mod(7,-3)\ny[4]=fmod(m[0],-1)\ny[5]=mod(m[0],-1)\n"
+              "y[6]=sign(m[0])\n");
+  ASSERT_TRUE(i.ok);
+  const std::vector<int64_t> &n = i.buffer("y").ints;
+  EXPECT_EQ(n[0], -1);
+  EXPECT_EQ(n[1], 2);
+  EXPECT_EQ(n[2], 1);
+  EXPECT_EQ(n[3], -2);
+  EXPECT_EQ(n[4], 0);
+  EXPECT_EQ(n[5], 0);
+  EXPECT_EQ(n[6], -1);
+
+  KernelRun byZero("kernel k\nin  x i32 [3] heap\nout y i32 [3] heap\n\n"
+                   "3 y[{0}]=mod(x[{0}],0)\n");
+  EXPECT_FALSE(byZero.ok);
+  ASSERT_FALSE(byZero.errors.empty());
+  EXPECT_EQ(byZero.errors.back(),
+            "'perfdojo.compute' op takes a remainder of a division by zero "
+            "writing 'y'[0] at iteration {0}=0");
+}
+
 TEST(Interpreter, CastToIntegerChecksRange) {
   KernelRun ok("kernel k\nout y i32 [1] heap\ntmp t f32 [1] heap\n\n"
          "t[0]=-2.75\ny[0]=cast(t[0])\n");

@@ -148,6 +148,8 @@ TEST(KernelGenerator, CoversTheLanguage) {
        {" f32 ", " f64 ", " i32 ", "tmp ", "out ", " stack", "+=", "max=",
         "min=", "*=", "| ", "exp(", "tanh(", "sigmoid(", "log(", "sqrt(",
         "rsqrt(", "abs(", "cast(", "select(", "fma(", "max(", "min(", "<",
-        "==", "=-inf", "-x", "/", "2*{", "-{", "}+{", "}*", "[0", "\nt"})
+        "==", "=-inf", "-x", "/", "2*{", "-{", "}+{", "}*", "[0", "\nt",
+        "erf(", "=sin(", "cos(", "atan(", "sinh(", "sign(", "pow(", "fmod(",
+        "=mod("})
     EXPECT_TRUE(StringRef(all).contains(feature)) << feature;
 }

@@ -219,6 +219,26 @@ struct Interpreter::Impl {
     return success();
   }
 
+  /// The remainder of the floored quotient (Python's and numpy's `%`): the
+  /// sign of `b`, or a zero with the sign of `b`.
+  static double flooredMod(double a, double b) {
+    double r = std::fmod(a, b);
+    if (r == 0)
+      return std::copysign(0.0, b);
+    if ((r < 0) != (b < 0))
+      r += b;
+    return r;
+  }
+
+  /// Rounds to the nearest integer, halves to the even one, whatever the
+  /// floating-point environment's rounding mode.
+  static double roundHalfEven(double x) {
+    double r = std::round(x);
+    if (std::fabs(x - std::trunc(x)) == 0.5)
+      r = 2.0 * std::round(x / 2.0);
+    return r;
+  }
+
   static double floatBinary(OpKind kind, double a, double b) {
     switch (kind) {
     case OpKind::add:
@@ -229,6 +249,12 @@ struct Interpreter::Impl {
       return a * b;
     case OpKind::div:
       return a / b;
+    case OpKind::pow:
+      return std::pow(a, b);
+    case OpKind::fmod:
+      return std::fmod(a, b);
+    case OpKind::mod:
+      return flooredMod(a, b);
     case OpKind::max:
       return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
     case OpKind::min:
@@ -272,6 +298,18 @@ struct Interpreter::Impl {
                             " dividing its minimum by -1, writing " +
                             describe(op.out, depth));
       r = a / b;
+      return success();
+    }
+    case OpKind::fmod:
+    case OpKind::mod: {
+      if (b == 0)
+        return fail(op, "takes a remainder of a division by zero writing " +
+                            describe(op.out, depth));
+      // a % -1 is 0 (the quotient of the minimum by -1 overflows, the
+      // remainder does not).
+      r = b == -1 ? 0 : a % b;
+      if (kind == OpKind::mod && r != 0 && (r < 0) != (b < 0))
+        r += b;
       return success();
     }
     case OpKind::max:
@@ -335,6 +373,21 @@ struct Interpreter::Impl {
     case OpKind::rsqrt:
     case OpKind::tanh:
     case OpKind::sigmoid:
+    case OpKind::erf:
+    case OpKind::floor:
+    case OpKind::ceil:
+    case OpKind::round:
+    case OpKind::sin:
+    case OpKind::cos:
+    case OpKind::tan:
+    case OpKind::asin:
+    case OpKind::acos:
+    case OpKind::atan:
+    case OpKind::sinh:
+    case OpKind::cosh:
+    case OpKind::asinh:
+    case OpKind::acosh:
+    case OpKind::atanh:
       if (failed(read(op, 0, true, a, depth)))
         return failure();
       switch (op.kind) {
@@ -353,10 +406,64 @@ struct Interpreter::Impl {
       case OpKind::tanh:
         result.f = std::tanh(a.f);
         break;
-      default:
+      case OpKind::sigmoid:
         result.f = 1.0 / (1.0 + std::exp(-a.f));
         break;
+      case OpKind::erf:
+        result.f = std::erf(a.f);
+        break;
+      case OpKind::floor:
+        result.f = std::floor(a.f);
+        break;
+      case OpKind::ceil:
+        result.f = std::ceil(a.f);
+        break;
+      case OpKind::round:
+        result.f = roundHalfEven(a.f);
+        break;
+      case OpKind::sin:
+        result.f = std::sin(a.f);
+        break;
+      case OpKind::cos:
+        result.f = std::cos(a.f);
+        break;
+      case OpKind::tan:
+        result.f = std::tan(a.f);
+        break;
+      case OpKind::asin:
+        result.f = std::asin(a.f);
+        break;
+      case OpKind::acos:
+        result.f = std::acos(a.f);
+        break;
+      case OpKind::atan:
+        result.f = std::atan(a.f);
+        break;
+      case OpKind::sinh:
+        result.f = std::sinh(a.f);
+        break;
+      case OpKind::cosh:
+        result.f = std::cosh(a.f);
+        break;
+      case OpKind::asinh:
+        result.f = std::asinh(a.f);
+        break;
+      case OpKind::acosh:
+        result.f = std::acosh(a.f);
+        break;
+      case OpKind::atanh:
+        result.f = std::atanh(a.f);
+        break;
+      default:
+        llvm_unreachable("not a floating-point unary primitive");
       }
+      break;
+    case OpKind::sign:
+      // -1, 0 or 1; a NaN stays NaN (and -0 gives 0).
+      if (failed(read(op, 0, f, a, depth)))
+        return failure();
+      result.f = a.f > 0 ? 1.0 : a.f < 0 ? -1.0 : a.f == 0 ? 0.0 : a.f;
+      result.i = (a.i > 0) - (a.i < 0);
       break;
     case OpKind::cast: {
       // The input keeps its own type; constants and variables are exact.

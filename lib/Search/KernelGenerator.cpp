@@ -9,9 +9,11 @@
 // interval holding all of its elements, and a primitive is only chosen when
 // the interval of its result stays within kFloatLimit (floats) or kIntLimit
 // (integers, so that nothing wraps). Operations whose result jumps with an
-// input's last bit (comparisons, float-to-integer casts, select conditions)
-// only see exact values: iteration variables, integers, or float64 inputs,
-// which the compiled code holds exactly.
+// input's last bit (comparisons, float-to-integer casts, select conditions,
+// floor, ceil, round, sign, fmod and mod of floats) only see exact values:
+// iteration variables, integers, or float64 inputs, which the compiled code
+// holds exactly. Functions that blow up or leave their domain (tan, asin,
+// acos, atanh, acosh, pow) only see intervals well inside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -408,7 +410,75 @@ private:
       r = {std::tanh(in[0].lo), std::tanh(in[0].hi)};
     else if (op == "sigmoid")
       r = {1 / (1 + std::exp(-in[0].lo)), 1 / (1 + std::exp(-in[0].hi))};
-    else if (op == "log" || op == "sqrt" || op == "rsqrt") {
+    else if (op == "erf")
+      r = {std::erf(in[0].lo), std::erf(in[0].hi)};
+    else if (op == "atan")
+      r = {std::atan(in[0].lo), std::atan(in[0].hi)};
+    else if (op == "sinh")
+      r = {std::sinh(in[0].lo), std::sinh(in[0].hi)};
+    else if (op == "asinh")
+      r = {std::asinh(in[0].lo), std::asinh(in[0].hi)};
+    else if (op == "cosh")
+      r = {in[0].lo <= 0 && in[0].hi >= 0
+               ? 1
+               : std::cosh(std::min(std::fabs(in[0].lo), std::fabs(in[0].hi))),
+           std::cosh(in[0].magnitude())};
+    else if (op == "sin" || op == "cos") {
+      // Small arguments: the float32 rounding of a large one is a large
+      // error in its sine.
+      if (in[0].magnitude() > 64)
+        return std::nullopt;
+      r = {-1, 1};
+    } else if (op == "tan" || op == "asin" || op == "acos" || op == "atanh") {
+      double bound = op == "tan" ? 1.2 : 0.9;
+      if (in[0].lo < -bound || in[0].hi > bound)
+        return std::nullopt;
+      if (op == "tan")
+        r = {std::tan(in[0].lo), std::tan(in[0].hi)};
+      else if (op == "asin")
+        r = {std::asin(in[0].lo), std::asin(in[0].hi)};
+      else if (op == "acos")
+        r = {std::acos(in[0].hi), std::acos(in[0].lo)};
+      else
+        r = {std::atanh(in[0].lo), std::atanh(in[0].hi)};
+    } else if (op == "acosh") {
+      if (in[0].lo < 1.1)
+        return std::nullopt;
+      r = {std::acosh(in[0].lo), std::acosh(in[0].hi)};
+    } else if (op == "pow") {
+      double n = in[1].lo;
+      if (n == in[1].hi && n >= 0 && n <= 3 && n == std::trunc(n)) {
+        // A small whole power of any base.
+        double m = std::pow(in[0].magnitude(), n);
+        r = {-m, m};
+      } else {
+        // Positive bases, small exponents: monotonic in each argument.
+        if (in[0].lo < 0.05 || in[1].magnitude() > 4)
+          return std::nullopt;
+        r = corners(in[0], in[1],
+                    [](double x, double y) { return std::pow(x, y); });
+      }
+    } else if (op == "floor" || op == "ceil" || op == "round")
+      r = {std::floor(in[0].lo), std::ceil(in[0].hi)};
+    else if (op == "sign")
+      r = {-1, 1};
+    else if (op == "fmod" || op == "mod") {
+      // Integers: by a nonzero constant, as for div. Floats (exact
+      // operands): any divisor; |r| < |b| and, for fmod, |r| <= |a|.
+      double m = in[1].magnitude();
+      if (!isFloat(type)) {
+        if (in[1].lo != in[1].hi || in[1].lo == 0)
+          return std::nullopt;
+        m -= 1;
+      }
+      if (op == "fmod")
+        r = {in[0].lo < 0 ? -std::min(m, in[0].magnitude()) : 0,
+             in[0].hi > 0 ? std::min(m, in[0].magnitude()) : 0};
+      else if (!isFloat(type))
+        r = in[1].lo > 0 ? Interval{0, m} : Interval{-m, 0};
+      else
+        r = {-m, m};
+    } else if (op == "log" || op == "sqrt" || op == "rsqrt") {
       if (in[0].lo < 0.05)
         return std::nullopt;
       if (op == "log")
@@ -468,7 +538,12 @@ private:
         {"rsqrt", 2, 0}, {"add", 12, 14},  {"sub", 10, 12}, {"mul", 12, 12},
         {"div", 5, 5},   {"max", 6, 7},    {"min", 6, 7},   {"fma", 6, 6},
         {"select", 4, 5}, {"cast", 5, 4},  {"lt", 2, 3},    {"le", 1, 2},
-        {"gt", 2, 2},    {"ge", 1, 2},     {"eq", 1, 2},    {"ne", 1, 2}};
+        {"gt", 2, 2},    {"ge", 1, 2},     {"eq", 1, 2},    {"ne", 1, 2},
+        {"erf", 2, 0},   {"sin", 2, 0},    {"cos", 2, 0},   {"tan", 1, 0},
+        {"asin", 2, 0},  {"acos", 2, 0},   {"atan", 2, 0},  {"sinh", 1, 0},
+        {"cosh", 1, 0},  {"asinh", 1, 0},  {"acosh", 2, 0}, {"atanh", 2, 0},
+        {"pow", 3, 0},   {"floor", 1, 0},  {"ceil", 1, 0},  {"round", 1, 0},
+        {"sign", 1, 2},  {"fmod", 1, 3},   {"mod", 1, 3}};
     SmallVector<unsigned> weights;
     for (const Choice &c : choices)
       weights.push_back(isFloat(type) ? c.floatWeight : c.intWeight);
@@ -479,7 +554,18 @@ private:
       StringRef op = choices[rng.weighted(weights)].op;
       bool unary = op == "copy" || op == "neg" || op == "abs" || op == "exp" ||
                    op == "tanh" || op == "sigmoid" || op == "log" ||
-                   op == "sqrt" || op == "rsqrt" || op == "cast";
+                   op == "sqrt" || op == "rsqrt" || op == "cast" ||
+                   op == "erf" || op == "sin" || op == "cos" || op == "tan" ||
+                   op == "asin" || op == "acos" || op == "atan" ||
+                   op == "sinh" || op == "cosh" || op == "asinh" ||
+                   op == "acosh" || op == "atanh" || op == "floor" ||
+                   op == "ceil" || op == "round" || op == "sign";
+      // Steps of floats: exact operands only (float64 inputs, constants).
+      bool stepFloat =
+          isFloat(type) && (op == "floor" || op == "ceil" || op == "round" ||
+                            op == "sign" || op == "fmod" || op == "mod");
+      // Integer remainders divide by constants, as div does.
+      bool division = op == "div" || op == "fmod" || op == "mod";
       bool comparison = op == "lt" || op == "le" || op == "gt" || op == "ge" ||
                         op == "eq" || op == "ne";
       if (first && (op == "copy" || op == "cast" || comparison ||
@@ -489,7 +575,22 @@ private:
       if (first)
         operands.push_back(*first);
 
-      if (op == "cast") {
+      if (stepFloat) {
+        if (first || type != ElemType::F64)
+          continue;
+        std::optional<Operand> a = pickArray(rng, type, loops, anyArray, true,
+                                             preferAxes, /*inputsOnly=*/true);
+        if (!a)
+          continue;
+        operands.push_back(*a);
+        if (!unary) {
+          std::optional<Operand> d;
+          if (rng.chance(50))
+            d = pickArray(rng, type, loops, anyArray, true, {},
+                          /*inputsOnly=*/true);
+          operands.push_back(d ? *d : smallConstant(rng, type));
+        }
+      } else if (op == "cast") {
         // From another type: any float to another float, a bounded integer
         // to a float, an exact float64 input to an integer.
         SmallVector<ElemType, 2> from;
@@ -538,7 +639,10 @@ private:
           bool firstOperand = operands.empty();
           unsigned r = rng.below(100);
           std::optional<Operand> a;
-          if (firstOperand || r < 65) {
+          // Half of the powers are squares or cubes, of any base.
+          if (op == "pow" && !firstOperand && rng.chance(50))
+            a = constant(rng.chance(50) ? 2 : 3);
+          else if (firstOperand || r < 65) {
             auto accept = [&](const Array &array) {
               // Never x-x, x/x and the like: structurally constant results
               // turn reassociation noise into mismatches.
@@ -550,9 +654,9 @@ private:
             a = pickArray(rng, type, loops, accept, true,
                           firstOperand ? preferAxes : ArrayRef<unsigned>());
           }
-          if (!a && r < 85 && op != "div")
+          if (!a && r < 85 && !division)
             a = smallConstant(rng, type);
-          if (!a && op != "div")
+          if (!a && !division)
             a = rng.chance(50) ? smallConstant(rng, type)
                                : iterOperand(rng, loops, type);
           if (!a)

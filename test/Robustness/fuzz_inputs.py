@@ -480,8 +480,11 @@ def mutate(data, rng):
 
 DTYPES = ["f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64"]
 FUNCS = {"max": 2, "min": 2, "abs": 1, "exp": 1, "log": 1, "sqrt": 1,
-         "rsqrt": 1, "tanh": 1, "sigmoid": 1, "cast": 1, "fma": 3,
-         "select": 3}
+         "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "floor": 1,
+         "ceil": 1, "round": 1, "sin": 1, "cos": 1, "tan": 1, "asin": 1,
+         "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1,
+         "atanh": 1, "sign": 1, "pow": 2, "fmod": 2, "mod": 2, "cast": 1,
+         "fma": 3, "select": 3}
 INFIX = ["+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!="]
 CONSTANTS = ["0", "1", "-1", "0.5", "1e-05", "-1.5", "2.5e+03", "inf", "-inf",
              "nan", "3", "127", "-128"]
@@ -617,7 +620,8 @@ def random_kernel(rng, name):
         else:
             funcs = sorted(FUNCS)
             if dtype.startswith("i") and not sometimes():
-                funcs = ["abs", "cast", "fma", "max", "min", "select"]
+                funcs = ["abs", "cast", "fma", "fmod", "max", "min", "mod",
+                         "select", "sign"]
             f = rng.choice(funcs)
             expr = "%s(%s)" % (f, ",".join(
                 operand(extents, dtype, any_type=(f == "cast" or

@@ -118,6 +118,7 @@ public:
 
 private:
   StringRef targetName() const override { return "GPU"; }
+  StringRef whyCannotCompute(OpKind kind, Type type) const override;
   LogicalResult lowerScope(ScopeOp scope) override;
   Value emitVectorLoad(VectorType type, Value memref, ValueRange at,
                        AccessAttr access) override;
@@ -648,6 +649,36 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
                                         {blockX, one, one}, Value(), operands);
   call->setAttr("perfdojo.args", b.getArrayAttr(names));
   return success();
+}
+
+StringRef GPUKernelLowering::whyCannotCompute(OpKind kind, Type type) const {
+  switch (kind) {
+  case OpKind::erf:
+  case OpKind::sin:
+  case OpKind::cos:
+  case OpKind::tan:
+  case OpKind::asin:
+  case OpKind::acos:
+  case OpKind::atan:
+  case OpKind::sinh:
+  case OpKind::cosh:
+  case OpKind::asinh:
+  case OpKind::acosh:
+  case OpKind::atanh:
+  case OpKind::pow:
+    return "no GPU instruction computes it and PerfDojo links no device "
+           "library (libdevice or ocml)";
+  case OpKind::fmod:
+  case OpKind::mod:
+    // Integer remainders are instructions; the back ends expand a float
+    // one (`frem`) into a call to the C library's fmod.
+    if (isa<FloatType>(type))
+      return "no GPU instruction computes a floating-point remainder and "
+             "PerfDojo links no device library (libdevice or ocml)";
+    return {};
+  default:
+    return {};
+  }
 }
 
 LogicalResult GPUKernelLowering::run() {

@@ -26,7 +26,7 @@ using namespace mlir;
 namespace {
 /// What a device library function computes, by its name in libdevice
 /// (`__nv_sqrtf`, `__nv_sqrt`) and ocml (`__ocml_sqrt_f32`).
-enum class DeviceFunction { Sqrt, Rsqrt, Floor, Ceil, Fma, Fabs };
+enum class DeviceFunction { Sqrt, Rsqrt, Floor, Ceil, RoundEven, Fma, Fabs };
 
 static std::optional<DeviceFunction> classifyDeviceFunction(StringRef name) {
   StringRef base;
@@ -49,6 +49,7 @@ static std::optional<DeviceFunction> classifyDeviceFunction(StringRef name) {
       .Case("rsqrt", DeviceFunction::Rsqrt)
       .Case("floor", DeviceFunction::Floor)
       .Case("ceil", DeviceFunction::Ceil)
+      .Case("rint", DeviceFunction::RoundEven)
       .Case("fma", DeviceFunction::Fma)
       .Case("fabs", DeviceFunction::Fabs)
       .Default(std::nullopt);
@@ -93,6 +94,9 @@ struct GPUDeviceFunctionsPass
         break;
       case DeviceFunction::Ceil:
         value = LLVM::FCeilOp::create(b, loc, result, args[0]);
+        break;
+      case DeviceFunction::RoundEven:
+        value = LLVM::RoundEvenOp::create(b, loc, result, args[0]);
         break;
       case DeviceFunction::Fma:
         value = LLVM::FMAOp::create(b, loc, result, args[0], args[1], args[2]);

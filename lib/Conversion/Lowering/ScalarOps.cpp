@@ -116,6 +116,86 @@ Value KernelEmitter::binary(OpKind kind, Value x, Value y, Type type) {
   }
 }
 
+Value KernelEmitter::perLane(Value x, function_ref<Value(Value)> f) {
+  auto vector = dyn_cast<VectorType>(x.getType());
+  if (!vector)
+    return f(x);
+  SmallVector<Value> results;
+  for (int64_t lane = 0; lane < vector.getNumElements(); ++lane)
+    results.push_back(
+        f(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{lane})));
+  return vector::FromElementsOp::create(b, loc, vector, results);
+}
+
+Value KernelEmitter::sign(Value x, Type type) {
+  Value zero = constant(0, vectorOf(type));
+  Value one = constant(1, vectorOf(type));
+  Value minusOne = constant(-1, vectorOf(type));
+  if (isFloat(type)) {
+    // NaN fails every ordered comparison and stays itself; -0 gives 0.
+    auto cmp = [&](arith::CmpFPredicate p) {
+      return arith::CmpFOp::create(b, loc, p, x, zero);
+    };
+    Value zeroOrNaN = arith::SelectOp::create(
+        b, loc, cmp(arith::CmpFPredicate::OEQ), zero, x);
+    Value notPositive = arith::SelectOp::create(
+        b, loc, cmp(arith::CmpFPredicate::OLT), minusOne, zeroOrNaN);
+    return arith::SelectOp::create(b, loc, cmp(arith::CmpFPredicate::OGT), one,
+                                   notPositive);
+  }
+  auto cmp = [&](arith::CmpIPredicate p) {
+    return arith::CmpIOp::create(b, loc, p, x, zero);
+  };
+  Value notPositive = arith::SelectOp::create(
+      b, loc, cmp(arith::CmpIPredicate::slt), minusOne, zero);
+  return arith::SelectOp::create(b, loc, cmp(arith::CmpIPredicate::sgt), one,
+                                 notPositive);
+}
+
+Value KernelEmitter::remainder(OpKind kind, Value x, Value y, Type type) {
+  bool fp = isFloat(type);
+  Value zero = constant(0, vectorOf(type));
+  Value r;
+  if (fp) {
+    r = arith::RemFOp::create(b, loc, x, y);
+  } else {
+    // x % -1 is 0, but `srem` of the minimum by -1 is undefined (x86's
+    // idiv traps): divide by 1 instead. A zero divisor is the kernel's
+    // error, which the interpreter reports.
+    Value minusOne = constant(-1, vectorOf(type));
+    Value isMinusOne =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, minusOne);
+    Value divisor = arith::SelectOp::create(b, loc, isMinusOne,
+                                            constant(1, vectorOf(type)), y);
+    r = arith::RemSIOp::create(b, loc, x, divisor);
+  }
+  if (kind == OpKind::fmod)
+    return r;
+  // Floored: a nonzero remainder whose sign differs from the divisor's
+  // moves by one divisor; a zero one takes the divisor's sign (floats).
+  Value rNegative, yNegative, rZero;
+  if (fp) {
+    rNegative =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
+    yNegative =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
+    rZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, r, zero);
+  } else {
+    rNegative =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+    yNegative =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
+    rZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, zero);
+  }
+  Value differs = arith::XOrIOp::create(b, loc, rNegative, yNegative);
+  Value shifted = fp ? arith::AddFOp::create(b, loc, r, y).getResult()
+                     : arith::AddIOp::create(b, loc, r, y).getResult();
+  Value floored = arith::SelectOp::create(b, loc, differs, shifted, r);
+  Value zeroResult =
+      fp ? math::CopySignOp::create(b, loc, r, y).getResult() : r;
+  return arith::SelectOp::create(b, loc, rZero, zeroResult, floored);
+}
+
 /// The type an operand has by itself: its buffer's for an access, `type`
 /// (the operation's) for a constant or a scope variable.
 static Type naturalType(Attribute input, Type type,
@@ -135,6 +215,12 @@ Value KernelEmitter::compute(ComputeOp op, Type outType, std::string &error) {
   OpKind kind = op.getKind();
   auto in = [&](unsigned i, Type type) { return operand(inputs[i], type); };
   bool fp = isFloat(outType);
+  if (StringRef why = whyCannotCompute(kind, outType); !why.empty()) {
+    error = ("the " + targetName() + " lowering cannot compute '" +
+             stringifyOpKind(kind) + "': " + why)
+                .str();
+    return Value();
+  }
   switch (kind) {
   case OpKind::copy:
     return in(0, outType);
@@ -167,6 +253,51 @@ Value KernelEmitter::compute(ComputeOp op, Type outType, std::string &error) {
     return arith::DivFOp::create(b, loc, one,
                                  arith::AddFOp::create(b, loc, one, e));
   }
+  case OpKind::erf:
+    return perLane(in(0, outType), [&](Value x) {
+      return math::ErfOp::create(b, loc, x).getResult();
+    });
+  case OpKind::floor:
+    return math::FloorOp::create(b, loc, in(0, outType));
+  case OpKind::ceil:
+    return math::CeilOp::create(b, loc, in(0, outType));
+  case OpKind::round:
+    return math::RoundEvenOp::create(b, loc, in(0, outType));
+  case OpKind::sin:
+    return math::SinOp::create(b, loc, in(0, outType));
+  case OpKind::cos:
+    return math::CosOp::create(b, loc, in(0, outType));
+  case OpKind::tan:
+    return math::TanOp::create(b, loc, in(0, outType));
+  case OpKind::asin:
+    return math::AsinOp::create(b, loc, in(0, outType));
+  case OpKind::acos:
+    return math::AcosOp::create(b, loc, in(0, outType));
+  case OpKind::atan:
+    return math::AtanOp::create(b, loc, in(0, outType));
+  case OpKind::sinh:
+    return math::SinhOp::create(b, loc, in(0, outType));
+  case OpKind::cosh:
+    return math::CoshOp::create(b, loc, in(0, outType));
+  case OpKind::asinh:
+    return perLane(in(0, outType), [&](Value x) {
+      return math::AsinhOp::create(b, loc, x).getResult();
+    });
+  case OpKind::acosh:
+    return perLane(in(0, outType), [&](Value x) {
+      return math::AcoshOp::create(b, loc, x).getResult();
+    });
+  case OpKind::atanh:
+    return perLane(in(0, outType), [&](Value x) {
+      return math::AtanhOp::create(b, loc, x).getResult();
+    });
+  case OpKind::sign:
+    return sign(in(0, outType), outType);
+  case OpKind::pow:
+    return math::PowFOp::create(b, loc, in(0, outType), in(1, outType));
+  case OpKind::fmod:
+  case OpKind::mod:
+    return remainder(kind, in(0, outType), in(1, outType), outType);
   case OpKind::add:
   case OpKind::sub:
   case OpKind::mul:

@@ -626,14 +626,36 @@ LogicalResult Importer::parseStatement(LineLexer &lex, Block &block) {
                                   .Case("rsqrt", OpKind::rsqrt)
                                   .Case("tanh", OpKind::tanh)
                                   .Case("sigmoid", OpKind::sigmoid)
+                                  .Case("erf", OpKind::erf)
+                                  .Case("floor", OpKind::floor)
+                                  .Case("ceil", OpKind::ceil)
+                                  .Case("round", OpKind::round)
+                                  .Case("sin", OpKind::sin)
+                                  .Case("cos", OpKind::cos)
+                                  .Case("tan", OpKind::tan)
+                                  .Case("asin", OpKind::asin)
+                                  .Case("acos", OpKind::acos)
+                                  .Case("atan", OpKind::atan)
+                                  .Case("sinh", OpKind::sinh)
+                                  .Case("cosh", OpKind::cosh)
+                                  .Case("asinh", OpKind::asinh)
+                                  .Case("acosh", OpKind::acosh)
+                                  .Case("atanh", OpKind::atanh)
+                                  .Case("sign", OpKind::sign)
+                                  .Case("pow", OpKind::pow)
+                                  .Case("fmod", OpKind::fmod)
+                                  .Case("mod", OpKind::mod)
                                   .Case("cast", OpKind::cast)
                                   .Case("fma", OpKind::fma)
                                   .Case("select", OpKind::select)
                                   .Default(std::nullopt);
     if (!k) {
-      error(lex, exprPos) << "unknown function '" << word
-                          << "'; expected max, min, abs, exp, log, sqrt, "
-                             "rsqrt, tanh, sigmoid, cast, fma or select";
+      error(lex, exprPos)
+          << "unknown function '" << word
+          << "'; expected max, min, abs, exp, log, sqrt, rsqrt, tanh, "
+             "sigmoid, erf, floor, ceil, round, sin, cos, tan, asin, acos, "
+             "atan, sinh, cosh, asinh, acosh, atanh, sign, pow, fmod, mod, "
+             "cast, fma or select";
       return failure();
     }
     kind = *k;

@@ -46,6 +46,22 @@ unsigned mlir::perfdojo::getArity(OpKind kind) {
   case OpKind::tanh:
   case OpKind::sigmoid:
   case OpKind::cast:
+  case OpKind::erf:
+  case OpKind::floor:
+  case OpKind::ceil:
+  case OpKind::round:
+  case OpKind::sin:
+  case OpKind::cos:
+  case OpKind::tan:
+  case OpKind::asin:
+  case OpKind::acos:
+  case OpKind::atan:
+  case OpKind::sinh:
+  case OpKind::cosh:
+  case OpKind::asinh:
+  case OpKind::acosh:
+  case OpKind::atanh:
+  case OpKind::sign:
     return 1;
   case OpKind::fma:
   case OpKind::select:
@@ -63,6 +79,22 @@ bool mlir::perfdojo::isFloatOnly(OpKind kind) {
   case OpKind::rsqrt:
   case OpKind::tanh:
   case OpKind::sigmoid:
+  case OpKind::erf:
+  case OpKind::floor:
+  case OpKind::ceil:
+  case OpKind::round:
+  case OpKind::sin:
+  case OpKind::cos:
+  case OpKind::tan:
+  case OpKind::asin:
+  case OpKind::acos:
+  case OpKind::atan:
+  case OpKind::sinh:
+  case OpKind::cosh:
+  case OpKind::asinh:
+  case OpKind::acosh:
+  case OpKind::atanh:
+  case OpKind::pow:
     return true;
   default:
     return false;

@@ -994,6 +994,46 @@ perfdojo.kernel @sigmoid_on_integer {
 
 // -----
 
+// pow on an integer output (sign, fmod and mod take integers; pow does not).
+perfdojo.kernel @pow_on_integer {
+  perfdojo.buffer in x i32 [4] heap
+  perfdojo.buffer out y i32 [4] heap
+  // expected-error @+1 {{'perfdojo.compute' op 'pow' needs a floating-point output, found 'i32'}}
+  perfdojo.compute y[0] = pow(x[0], 2)
+}
+
+// -----
+
+// floor of an integer is not a primitive (it would be a copy).
+perfdojo.kernel @floor_on_integer {
+  perfdojo.buffer in x i16 [4] heap
+  perfdojo.buffer out y i16 [4] heap
+  // expected-error @+1 {{'perfdojo.compute' op 'floor' needs a floating-point output, found 'i16'}}
+  perfdojo.compute y[0] = floor(x[0])
+}
+
+// -----
+
+// A binary primitive with one input.
+perfdojo.kernel @fmod_with_one_input {
+  perfdojo.buffer in x f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  // expected-error @+1 {{'perfdojo.compute' op 'fmod' expects 2 inputs, found 1}}
+  perfdojo.compute y[0] = fmod(x[0])
+}
+
+// -----
+
+// A unary primitive with two inputs.
+perfdojo.kernel @erf_with_two_inputs {
+  perfdojo.buffer in x f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  // expected-error @+1 {{'perfdojo.compute' op 'erf' expects 1 input, found 2}}
+  perfdojo.compute y[0] = erf(x[0], x[1])
+}
+
+// -----
+
 // A non-integral constant in an integer operation.
 perfdojo.kernel @fractional_constant_in_integer_op {
   perfdojo.buffer in x i32 [4] heap

@@ -191,6 +191,64 @@ perfdojo.kernel @unary {
 // Binary and ternary primitives, on floats and integers; `select` takes a
 // condition of any type.
 
+// The primitives that extend ONNX coverage: float-only functions, and
+// sign, fmod and mod also on integers.
+// CHECK-LABEL: perfdojo.kernel @more_primitives {
+// CHECK:         perfdojo.scope 16 {
+// CHECK-NEXT:      perfdojo.compute y[{0}] = erf(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = floor(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = ceil(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = round(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = sin(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = cos(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = tan(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = asin(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = acos(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = atan(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = sinh(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = cosh(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = asinh(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = acosh(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = atanh(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = sign(x[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = pow(x[{0}], 2.0)
+// CHECK-NEXT:      perfdojo.compute y[{0}] = fmod(x[{0}], y[{0}])
+// CHECK-NEXT:      perfdojo.compute y[{0}] = mod(-1.5, x[{0}])
+// CHECK-NEXT:      perfdojo.compute n[{0}] = sign(n[{0}])
+// CHECK-NEXT:      perfdojo.compute n[{0}] = fmod(n[{0}], -3.0)
+// CHECK-NEXT:      perfdojo.compute n[{0}] = mod({0}, n[{0}])
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+perfdojo.kernel @more_primitives {
+  perfdojo.buffer in x f32 [16] heap
+  perfdojo.buffer out y f32 [16] heap
+  perfdojo.buffer out n i32 [16] heap
+  perfdojo.scope 16 {
+    perfdojo.compute y[{0}] = erf(x[{0}])
+    perfdojo.compute y[{0}] = floor(x[{0}])
+    perfdojo.compute y[{0}] = ceil(x[{0}])
+    perfdojo.compute y[{0}] = round(x[{0}])
+    perfdojo.compute y[{0}] = sin(x[{0}])
+    perfdojo.compute y[{0}] = cos(x[{0}])
+    perfdojo.compute y[{0}] = tan(x[{0}])
+    perfdojo.compute y[{0}] = asin(x[{0}])
+    perfdojo.compute y[{0}] = acos(x[{0}])
+    perfdojo.compute y[{0}] = atan(x[{0}])
+    perfdojo.compute y[{0}] = sinh(x[{0}])
+    perfdojo.compute y[{0}] = cosh(x[{0}])
+    perfdojo.compute y[{0}] = asinh(x[{0}])
+    perfdojo.compute y[{0}] = acosh(x[{0}])
+    perfdojo.compute y[{0}] = atanh(x[{0}])
+    perfdojo.compute y[{0}] = sign(x[{0}])
+    perfdojo.compute y[{0}] = pow(x[{0}], 2.0)
+    perfdojo.compute y[{0}] = fmod(x[{0}], y[{0}])
+    perfdojo.compute y[{0}] = mod(-1.5, x[{0}])
+    perfdojo.compute n[{0}] = sign(n[{0}])
+    perfdojo.compute n[{0}] = fmod(n[{0}], -3.0)
+    perfdojo.compute n[{0}] = mod({0}, n[{0}])
+  }
+}
+
 // CHECK-LABEL: perfdojo.kernel @binary {
 // CHECK:         perfdojo.scope 8 {
 // CHECK-NEXT:      perfdojo.scope 8 {

@@ -73,7 +73,7 @@ def GPUDeviceFunctions
     pass gives the declarations of those that GPUs compute with one
     instruction a body made of the LLVM intrinsic the back ends select
     directly: sqrt, rsqrt (one divided by the correctly rounded sqrt),
-    floor, ceil, fma and fabs, in f32 and f64. f32 `exp`, `log` and `tanh`
+    floor, ceil, rint (round half to even), fma and fabs, in f32 and f64. f32 `exp`, `log` and `tanh`
     are polynomial approximations (`pd-approximate-math`, run before).
     Any other declaration stays, and `pd-check-gpu-externals` refuses it.
 

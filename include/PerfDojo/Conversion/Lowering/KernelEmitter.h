@@ -95,6 +95,11 @@ protected:
   LogicalResult unrollLoops();
   /// The target's name in refusals ("CPU", "GPU").
   virtual StringRef targetName() const = 0;
+  /// Why the target cannot compute primitive `kind` with an output of
+  /// `type`, or an empty string when it can.
+  virtual StringRef whyCannotCompute(OpKind kind, Type type) const {
+    return {};
+  }
 
   //===--------------------------------------------------------------------===//
   // Accesses
@@ -146,6 +151,16 @@ protected:
   /// `error` set when the target has no rule for its primitive.
   Value compute(ComputeOp op, Type outType, std::string &error);
   Value binary(OpKind kind, Value a, Value c, Type type);
+  /// `f` applied to each lane of `x` (or to `x` itself, a scalar): for the
+  /// math operations that become C library calls (erf, asinh, acosh,
+  /// atanh), which convert-math-to-libm runs after the vector dialect is
+  /// gone and so cannot split into lanes itself.
+  Value perLane(Value x, function_ref<Value(Value)> f);
+  /// -1, 0 or 1 by the sign of `x` (a float NaN stays NaN).
+  Value sign(Value x, Type type);
+  /// The remainder of `x` by `y`: of the truncated quotient (`fmod`, the
+  /// sign of `x`) or of the floored one (`mod`, the sign of `y`).
+  Value remainder(OpKind kind, Value x, Value y, Type type);
   /// Combines the lanes of `value` with `reduction` into one scalar.
   Value reduceLanes(Value value, Reduction reduction, Type type);
 

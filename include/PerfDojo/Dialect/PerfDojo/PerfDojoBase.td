@@ -167,7 +167,26 @@ def PerfDojo_OpKind : I32EnumAttr<"OpKind", "primitive scalar operation", [
     I32EnumAttrCase<"eq", 20>,
     I32EnumAttrCase<"ne", 21>,
     I32EnumAttrCase<"fma", 22>,
-    I32EnumAttrCase<"select", 23>
+    I32EnumAttrCase<"select", 23>,
+    I32EnumAttrCase<"erf", 24>,
+    I32EnumAttrCase<"floor", 25>,
+    I32EnumAttrCase<"ceil", 26>,
+    I32EnumAttrCase<"round", 27>,
+    I32EnumAttrCase<"sin", 28>,
+    I32EnumAttrCase<"cos", 29>,
+    I32EnumAttrCase<"tan", 30>,
+    I32EnumAttrCase<"asin", 31>,
+    I32EnumAttrCase<"acos", 32>,
+    I32EnumAttrCase<"atan", 33>,
+    I32EnumAttrCase<"sinh", 34>,
+    I32EnumAttrCase<"cosh", 35>,
+    I32EnumAttrCase<"asinh", 36>,
+    I32EnumAttrCase<"acosh", 37>,
+    I32EnumAttrCase<"atanh", 38>,
+    I32EnumAttrCase<"sign", 39>,
+    I32EnumAttrCase<"pow", 40>,
+    I32EnumAttrCase<"fmod", 41>,
+    I32EnumAttrCase<"mod", 42>
   ]> {
   let cppNamespace = "::mlir::perfdojo";
   let genSpecializedAttr = 0;
@@ -175,9 +194,14 @@ def PerfDojo_OpKind : I32EnumAttr<"OpKind", "primitive scalar operation", [
 def PerfDojo_OpKindAttr : EnumAttr<PerfDojo_Dialect, PerfDojo_OpKind, "kind"> {
   let summary = "The primitive a compute operation applies";
   let description = [{
-    Unary: copy, neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, cast.
-    Binary: add, sub, mul, div, max, min and the comparisons lt, le, gt, ge,
-    eq, ne (which produce 1 or 0). Ternary: fma (a*b+c) and select (c ? a : b).
+    Unary: copy, neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, cast, erf,
+    floor, ceil, round (half to even), sin, cos, tan, asin, acos, atan, sinh,
+    cosh, asinh, acosh, atanh, sign (-1, 0 or 1).
+    Binary: add, sub, mul, div, max, min, pow (C `pow`), fmod (remainder of
+    the truncated quotient: the sign of `a`, C `fmod` and `%`), mod
+    (remainder of the floored quotient: the sign of `b`, Python's `%`) and
+    the comparisons lt, le, gt, ge, eq, ne (which produce 1 or 0).
+    Ternary: fma (a*b+c) and select (c ? a : b).
     Example: `#perfdojo<kind fma>`.
   }];
 }
