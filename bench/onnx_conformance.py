@@ -132,6 +132,19 @@ def normalize_reason(reason: str) -> str:
     return r
 
 
+def write_report(path: str, report: str) -> None:
+    """Writes `report`; an existing file keeps what precedes its
+    "## Conformance" section (the hand-written documentation)."""
+    marker = "## Conformance"
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if marker in old:
+            report = old[: old.index(marker)] + report[report.index(marker):]
+    with open(path, "w") as f:
+        f.write(report)
+
+
 def markdown(results, totals, args, versions, seconds=None) -> str:
     by_op = collections.OrderedDict()
     for r in sorted(results, key=lambda r: r["operator"]):
@@ -282,13 +295,15 @@ names; `perfdojo.onnx.run` does this).
   buffers); DFT applies cos/sin matrices (in f64).
 - **Not expressible** (refused with the node and reason): data-dependent
   indices (Gather/Scatter with run-time indices), dynamic shapes, element
-  types the text form lacks (strings, unsigned, float8), functions it lacks
-  (erf, trigonometric, floor/ceil/round, mod), `Pow` with a run-time
-  exponent, Resize with run-time scales (the output shape would depend on
-  data), training-mode Dropout (random), MaxPool's Indices, empty graph
-  outputs. Empty intermediate tensors are constants without elements.
-  `Pow` with a constant exponent is a product (integers up to 16) or
-  `exp(p*log(x))`.
+  types the text form lacks (strings, unsigned, float8), `Pow` with a
+  run-time integer exponent, Resize with run-time scales (the output shape
+  would depend on data), training-mode Dropout (random), MaxPool's Indices,
+  empty graph outputs. Empty intermediate tensors are constants without
+  elements. Erf (and exact Gelu), the trigonometric and hyperbolic
+  functions, Floor/Ceil/Round, Sign and Mod (`fmod` for fmod=1, `mod`,
+  Python's sign rule, otherwise) are the text form's primitives; `Pow` with
+  a constant exponent is a product (integers up to 16), sqrt or rsqrt,
+  otherwise `pow`.
 
 The operator table is `perfdojo/onnx/ops.py` (`OPS`, with the element-wise
 ones in `UNARY`/`BINARY`/`REDUCTIONS`): adding an operator is one entry.
@@ -311,8 +326,7 @@ def main(argv=None) -> int:
             saved = json.load(f)
         totals = collections.Counter(saved["totals"])
         if args.markdown:
-            with open(args.markdown, "w") as f:
-                f.write(markdown(saved["results"], totals, args, saved["versions"],
+            write_report(args.markdown, markdown(saved["results"], totals, args, saved["versions"],
                                  saved.get("seconds")))
         return 0 if totals["failed"] == 0 else 1
 
@@ -342,8 +356,7 @@ def main(argv=None) -> int:
             json.dump({"totals": dict(totals), "versions": versions, "seconds": round(seconds),
                        "results": results}, f, indent=1)
     if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(results, totals, args, versions, seconds))
+        write_report(args.markdown, markdown(results, totals, args, versions, seconds))
     return 0 if totals["failed"] == 0 else 1
 
 

@@ -708,11 +708,6 @@ class _Importer:
 
 
 _WHY = {
-    "Erf": " (the text form has no erf)",
-    "Floor": " (the text form has no floor)", "Ceil": " (the text form has no ceil)",
-    "Round": " (the text form has no round)", "Mod": " (the text form has no mod on run-time values)",
-    **{t: " (the text form has no trigonometric functions)" for t in
-       ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
     "ArgMax": " (integer index outputs are not supported)",
     "GridSample": " (the sampling positions are run-time data, not linear indices)",
     "DeformConv": " (the sampling offsets are run-time data, not linear indices)",

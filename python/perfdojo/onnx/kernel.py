@@ -208,6 +208,25 @@ PRIMITIVES = {
     "cast": ("cast({0})", lambda a: a),
     "fma": ("fma({0},{1},{2})", lambda a, b, c: a * b + c),
     "select": ("select({0},{1},{2})", lambda c, a, b: np.where(c != 0, a, b)),
+    "erf": ("erf({0})", np.vectorize(math.erf, otypes=[np.float64])),
+    "floor": ("floor({0})", np.floor),
+    "ceil": ("ceil({0})", np.ceil),
+    "round": ("round({0})", np.round),  # halves to even, as the text form
+    "sign": ("sign({0})", np.sign),
+    "sin": ("sin({0})", np.sin),
+    "cos": ("cos({0})", np.cos),
+    "tan": ("tan({0})", np.tan),
+    "asin": ("asin({0})", np.arcsin),
+    "acos": ("acos({0})", np.arccos),
+    "atan": ("atan({0})", np.arctan),
+    "sinh": ("sinh({0})", np.sinh),
+    "cosh": ("cosh({0})", np.cosh),
+    "asinh": ("asinh({0})", np.arcsinh),
+    "acosh": ("acosh({0})", np.arccosh),
+    "atanh": ("atanh({0})", np.arctanh),
+    "pow": ("pow({0},{1})", np.power),
+    "fmod": ("fmod({0},{1})", np.fmod),  # the sign of the dividend (C fmod)
+    "mod": ("mod({0},{1})", np.mod),  # the sign of the divisor (Python %)
 }
 COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 REDUCE_ASSIGN = {"add": "+=", "mul": "*=", "max": "max=", "min": "min="}

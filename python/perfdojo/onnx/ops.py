@@ -81,14 +81,11 @@ def _shrink(c, x):
 
 def _gelu(c, x):
     if c.attr("approximate", "none") != "tanh":
-        c.refuse("Gelu with approximate='none' needs erf, which the text form lacks")
+        # x/2 * (1 + erf(x/sqrt(2)))
+        e = c.ew("erf", c.mul(x, 1 / math.sqrt(2)))
+        return c.mul(c.mul(x, 0.5), c.add(e, 1.0))
     inner = c.mul(c.ew("fma", c.mul(c.mul(x, x), x), 0.044715, x), math.sqrt(2 / math.pi))
     return c.mul(c.mul(x, 0.5), c.add(c.ew("tanh", inner), 1.0))
-
-
-def _sign(c, x):
-    s = c.select(c.ew("gt", x, 0.0), 1.0, c.select(c.ew("lt", x, 0.0), -1.0, 0.0))
-    return c.select(c.ew("eq", x, x), s, x) if is_float(x.dtype) else s
 
 
 def _isinf(c, x):
@@ -131,7 +128,14 @@ UNARY: Dict[str, Tuple[bool, Callable]] = {
     "Mish": (True, lambda c, x: c.mul(x, c.ew("tanh", _softplus(c, x)))),
     "Swish": (True, lambda c, x: c.mul(x, c.ew("sigmoid", c.mul(x, c.attr("alpha", 1.0))))),
     "Gelu": (True, _gelu),
-    "Sign": (False, _sign),
+    "Sign": (False, _prim("sign")),
+    "Erf": (True, _prim("erf")),
+    "Floor": (True, _prim("floor")),
+    "Ceil": (True, _prim("ceil")),
+    "Round": (True, _prim("round")),
+    **{op: (True, _prim(op.lower())) for op in (
+        "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
+        "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
     "Not": (False, lambda c, x: c.ew("eq", x, 0.0)),
     "IsNaN": (True, lambda c, x: c.ew("ne", x, x)),
     "IsInf": (True, _isinf),
@@ -152,6 +156,8 @@ BINARY: Dict[str, Callable] = {
     "Or": lambda c, a, b: c.ew("max", a, b),
     "Xor": lambda c, a, b: c.ew("ne", a, b),
     "PRelu": lambda c, x, s: c.select(c.ew("lt", x, 0.0), c.mul(x, s), x),
+    # fmod=1: C fmod (the sign of the dividend); 0: Python's % (the divisor's)
+    "Mod": lambda c, a, b: c.ew("fmod" if c.attr("fmod", 0) else "mod", a, b),
 }
 
 # variadic op -> (pairwise primitive, divide by count?)
@@ -242,7 +248,10 @@ def power(ctx: Ctx) -> None:
     need_float(ctx, x)
     y = ctx.inp(1)
     if y.const is None or y.const.size != 1:
-        ctx.refuse("Pow needs a constant scalar exponent (the text form has no pow)")
+        if not is_float(y.dtype):
+            ctx.refuse("Pow with a run-time integer exponent is not supported")
+        ctx.set_out(0, ctx.ew("pow", x, y))
+        return
     p = float(y.scalar())
     if p == 0.5:
         r = ctx.ew("sqrt", x)
@@ -253,9 +262,7 @@ def power(ctx: Ctx) -> None:
         if p < 0:
             r = ctx.div(1.0, r)
     else:
-        # x**p = exp(p*log(x)) for every x when p is not an integer
-        # (negative x gives NaN in both, 0 gives 0 or inf in both)
-        r = ctx.ew("exp", ctx.mul(ctx.ew("log", x), p))
+        r = ctx.ew("pow", x, p)
     if r.shape != ctx.out_shape():
         r = ctx.copy(r, out=ctx.tmp(ctx.out_shape(), r.dtype))
     ctx.set_out(0, r)
