@@ -239,6 +239,57 @@ struct Interpreter::Impl {
     return r;
   }
 
+  /// The function of a unary primitive defined on floating point only, or
+  /// null for any other primitive.
+  static double (*getFloatUnary(OpKind kind))(double) {
+    switch (kind) {
+    case OpKind::exp:
+      return [](double x) { return std::exp(x); };
+    case OpKind::log:
+      return [](double x) { return std::log(x); };
+    case OpKind::sqrt:
+      return [](double x) { return std::sqrt(x); };
+    case OpKind::rsqrt:
+      return [](double x) { return 1.0 / std::sqrt(x); };
+    case OpKind::tanh:
+      return [](double x) { return std::tanh(x); };
+    case OpKind::sigmoid:
+      return [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+    case OpKind::erf:
+      return [](double x) { return std::erf(x); };
+    case OpKind::floor:
+      return [](double x) { return std::floor(x); };
+    case OpKind::ceil:
+      return [](double x) { return std::ceil(x); };
+    case OpKind::round:
+      return roundHalfEven;
+    case OpKind::sin:
+      return [](double x) { return std::sin(x); };
+    case OpKind::cos:
+      return [](double x) { return std::cos(x); };
+    case OpKind::tan:
+      return [](double x) { return std::tan(x); };
+    case OpKind::asin:
+      return [](double x) { return std::asin(x); };
+    case OpKind::acos:
+      return [](double x) { return std::acos(x); };
+    case OpKind::atan:
+      return [](double x) { return std::atan(x); };
+    case OpKind::sinh:
+      return [](double x) { return std::sinh(x); };
+    case OpKind::cosh:
+      return [](double x) { return std::cosh(x); };
+    case OpKind::asinh:
+      return [](double x) { return std::asinh(x); };
+    case OpKind::acosh:
+      return [](double x) { return std::acosh(x); };
+    case OpKind::atanh:
+      return [](double x) { return std::atanh(x); };
+    default:
+      return nullptr;
+    }
+  }
+
   static double floatBinary(OpKind kind, double a, double b) {
     switch (kind) {
     case OpKind::add:
@@ -367,97 +418,6 @@ struct Interpreter::Impl {
       result.f = std::fabs(a.f);
       result.i = wrap(a.i < 0 ? 0 - uint64_t(a.i) : uint64_t(a.i), op.width);
       break;
-    case OpKind::exp:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::tanh:
-    case OpKind::sigmoid:
-    case OpKind::erf:
-    case OpKind::floor:
-    case OpKind::ceil:
-    case OpKind::round:
-    case OpKind::sin:
-    case OpKind::cos:
-    case OpKind::tan:
-    case OpKind::asin:
-    case OpKind::acos:
-    case OpKind::atan:
-    case OpKind::sinh:
-    case OpKind::cosh:
-    case OpKind::asinh:
-    case OpKind::acosh:
-    case OpKind::atanh:
-      if (failed(read(op, 0, true, a, depth)))
-        return failure();
-      switch (op.kind) {
-      case OpKind::exp:
-        result.f = std::exp(a.f);
-        break;
-      case OpKind::log:
-        result.f = std::log(a.f);
-        break;
-      case OpKind::sqrt:
-        result.f = std::sqrt(a.f);
-        break;
-      case OpKind::rsqrt:
-        result.f = 1.0 / std::sqrt(a.f);
-        break;
-      case OpKind::tanh:
-        result.f = std::tanh(a.f);
-        break;
-      case OpKind::sigmoid:
-        result.f = 1.0 / (1.0 + std::exp(-a.f));
-        break;
-      case OpKind::erf:
-        result.f = std::erf(a.f);
-        break;
-      case OpKind::floor:
-        result.f = std::floor(a.f);
-        break;
-      case OpKind::ceil:
-        result.f = std::ceil(a.f);
-        break;
-      case OpKind::round:
-        result.f = roundHalfEven(a.f);
-        break;
-      case OpKind::sin:
-        result.f = std::sin(a.f);
-        break;
-      case OpKind::cos:
-        result.f = std::cos(a.f);
-        break;
-      case OpKind::tan:
-        result.f = std::tan(a.f);
-        break;
-      case OpKind::asin:
-        result.f = std::asin(a.f);
-        break;
-      case OpKind::acos:
-        result.f = std::acos(a.f);
-        break;
-      case OpKind::atan:
-        result.f = std::atan(a.f);
-        break;
-      case OpKind::sinh:
-        result.f = std::sinh(a.f);
-        break;
-      case OpKind::cosh:
-        result.f = std::cosh(a.f);
-        break;
-      case OpKind::asinh:
-        result.f = std::asinh(a.f);
-        break;
-      case OpKind::acosh:
-        result.f = std::acosh(a.f);
-        break;
-      case OpKind::atanh:
-        result.f = std::atanh(a.f);
-        break;
-      default:
-        llvm_unreachable("not a floating-point unary primitive");
-      }
-      break;
     case OpKind::sign:
       // -1, 0 or 1; a NaN stays NaN (and -0 gives 0).
       if (failed(read(op, 0, f, a, depth)))
@@ -501,6 +461,12 @@ struct Interpreter::Impl {
       break;
     }
     default:
+      if (double (*unary)(double) = getFloatUnary(op.kind)) {
+        if (failed(read(op, 0, true, a, depth)))
+          return failure();
+        result.f = unary(a.f);
+        break;
+      }
       if (failed(read(op, 0, f, a, depth)) || failed(read(op, 1, f, b, depth)))
         return failure();
       if (f)

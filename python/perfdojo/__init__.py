@@ -273,11 +273,8 @@ def _single(kernels: list[Kernel], where: str) -> Kernel:
 
 
 def default_database_path() -> str:
-    """The tuning database pd-tune uses by default."""
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".cache"
-    )
-    return os.path.join(cache, "perfdojo", "tuning.db")
+    """The tuning database pd-tune uses by default (its folder is created)."""
+    return _core.default_database_path()
 
 
 class Environment:
@@ -308,7 +305,6 @@ class Environment:
             kernel = Kernel.load(kernel)
         if database == "default":
             database = default_database_path()
-            os.makedirs(os.path.dirname(database), exist_ok=True)
         self.start = kernel
         self.threads = threads
         self._core = _core.Environment(

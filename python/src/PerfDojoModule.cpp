@@ -900,6 +900,8 @@ NB_MODULE(_core, m) {
       .def("variants", &PyDatabase::variants)
       .def("best", &PyDatabase::best)
       .def("lookup", &PyDatabase::lookup, nb::arg("hash"));
+  m.def("default_database_path", &getDefaultTuningDatabasePath,
+        "The tuning database pd-tune uses by default");
   m.def("host_target", [](unsigned threads) {
     return getHostTarget(std::max(threads, 1u));
   }, nb::arg("threads"));

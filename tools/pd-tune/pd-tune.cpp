@@ -252,14 +252,6 @@ timePyTorch(StringRef name, unsigned threads, std::string &why) {
   return std::make_pair(*best / 1e3, version ? version->str() : "");
 }
 
-static std::string defaultDatabasePath() {
-  SmallString<256> path(getMachineCachePath());
-  llvm::sys::path::remove_filename(path);
-  llvm::sys::fs::create_directories(path);
-  llvm::sys::path::append(path, "tuning.db");
-  return std::string(path);
-}
-
 static int runTool(int argc, char **argv);
 
 /// pd-tune's exit status when a generation waits for a remote runner.
@@ -404,7 +396,7 @@ static int runTool(int argc, char **argv) {
       runnerOptions.runner = runnerProgram;
       if (runnerOptions.runner.empty()) {
         std::string self = llvm::sys::fs::getMainExecutable(
-            argv[0], (void *)&defaultDatabasePath);
+            argv[0], (void *)&runTool);
         SmallString<256> path(llvm::sys::path::parent_path(self));
         llvm::sys::path::append(path, "pd-gpu-run");
         runnerOptions.runner = std::string(path);
@@ -429,7 +421,7 @@ static int runTool(int argc, char **argv) {
 
   std::unique_ptr<TuningDatabase> database;
   if (!noDb) {
-    std::string path = dbPath.empty() ? defaultDatabasePath() : dbPath;
+    std::string path = dbPath.empty() ? getDefaultTuningDatabasePath() : dbPath;
     database = TuningDatabase::open(path, error);
     std::string target = runner ? runner->getTarget() : getHostTarget(threads);
     if (!database ||

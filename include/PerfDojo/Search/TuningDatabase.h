@@ -95,6 +95,9 @@ private:
 std::string getHostTarget(unsigned threads);
 /// The toolchain a variant's time depends on.
 std::string getToolchain();
+/// The database pd-tune uses by default: tuning.db beside the machine
+/// cache (see getMachineCachePath), whose folder is created if needed.
+std::string getDefaultTuningDatabasePath();
 
 } // namespace perfdojo
 } // namespace mlir

@@ -220,15 +220,9 @@ LogicalResult GPUKernelLowering::planLaunches() {
   return success();
 }
 
-/// The dimensions of the shared `buffer` that a block touches at one index
-/// only, given the operations `ops` of `launch` that access it: every
-/// access indexes the dimension by exactly {g}, the variable of one of the
-/// launch's grid scopes (coefficient 1, nothing else), the same g for all.
-/// Grid scope g is the g-th of the chain at the top of the launch, around
-/// every operation of it; in a block, {g} is the block's coordinate there.
-static SmallVector<bool> getPerBlockDims(BufferOp buffer,
-                                         ArrayRef<ComputeOp> ops,
-                                         const Launch &launch) {
+SmallVector<bool> mlir::perfdojo::getPerBlockDims(BufferOp buffer,
+                                                  ArrayRef<ComputeOp> ops,
+                                                  unsigned gridDepth) {
   unsigned rank = buffer.getShape().size();
   SmallVector<bool> perBlock(rank, !ops.empty());
   SmallVector<std::optional<unsigned>> grid(rank);
@@ -242,7 +236,7 @@ static SmallVector<bool> getPerBlockDims(BufferOp buffer,
       // one and 1, with no constant.
       std::optional<unsigned> g;
       unsigned dims = form.getNumDims();
-      if (dims && dims <= launch.grid.size() && form.constant == 0 &&
+      if (dims && dims <= gridDepth && form.constant == 0 &&
           form.coeffs.back() == 1 && llvm::count(form.coeffs, 0) == dims - 1)
         g = dims - 1;
       if (!g || (grid[d] && grid[d] != g))
@@ -299,7 +293,7 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
         continue;
       // A block needs one slot of a dimension indexed by its coordinate.
       SmallVector<bool> perBlock =
-          getPerBlockDims(buffer, ops, launches[used.front()]);
+          getPerBlockDims(buffer, ops, launches[used.front()].grid.size());
       if (llvm::is_contained(perBlock, true))
         collapsedDims[buffer] = perBlock;
       int64_t bytes =

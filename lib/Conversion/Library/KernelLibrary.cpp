@@ -11,10 +11,8 @@
 
 #include "PerfDojo/Conversion/Library/KernelLibrary.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
-#include "PerfDojo/Support/DiagnosticText.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"

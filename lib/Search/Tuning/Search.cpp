@@ -1,6 +1,7 @@
 //===- Search.cpp - Heuristic passes and search strategies ----------------===//
 
 #include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Conversion/GPU/Passes.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/bit.h"
@@ -1002,7 +1003,8 @@ public:
   /// (nothing changes otherwise).
   bool vectorizeGPU(ScopeOp scope) {
     int64_t width = target.vectorWidth;
-    if (width < 2 || scope.getSize() % width || scope.getSize() == width ||
+    int64_t size = scope.getSize();
+    if (width < 2 || size % width || size == width ||
         !llvm::hasSingleElement(scope.getBodyBlock()) ||
         !isa<ComputeOp>(scope.getBodyBlock().front()) ||
         contiguityScore(scope, scope.getDepth()) <= 0 ||
@@ -1104,38 +1106,34 @@ public:
   }
   /// The bytes of `buffer` that one block stores in shared memory: the GPU
   /// lowering keeps one slot of a dimension that every access indexes by
-  /// the variable of a grid scope alone (the block's coordinate there).
+  /// the variable of a grid scope alone (getPerBlockDims).
   int64_t perBlockBytes(BufferOp buffer) {
-    unsigned rank = buffer.getShape().size();
-    SmallVector<bool> perBlock(rank, true);
     ArrayAttr arrays = buffer.getArrays();
-    auto visit = [&](ComputeOp op, AccessAttr access) {
-      if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
-                              access.getArray().getValue()))
-        return;
+    auto touches = [&](Attribute a) {
+      auto access = dyn_cast<AccessAttr>(a);
+      return access && llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
+                                          access.getArray().getValue());
+    };
+    SmallVector<ComputeOp> ops;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (touches(op.getOut()) || llvm::any_of(op.getInputs(), touches))
+        ops.push_back(op);
+    });
+    // The grid scopes chained at the top, around the first access.
+    unsigned gridDepth = 0;
+    if (!ops.empty()) {
       SmallVector<ScopeOp> scopes; // outermost first
-      for (auto s = op->getParentOfType<ScopeOp>(); s;
+      for (auto s = ops.front()->getParentOfType<ScopeOp>(); s;
            s = s->getParentOfType<ScopeOp>())
         scopes.insert(scopes.begin(), s);
-      for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
-        unsigned dims = form.getNumDims();
-        bool byGrid = dims && dims <= scopes.size() && form.constant == 0 &&
-                      form.coeffs.back() == 1 &&
-                      llvm::count(form.coeffs, 0) == dims - 1 &&
-                      scopes[dims - 1].getMapping() == Mapping::grid;
-        if (d < rank && !byGrid)
-          perBlock[d] = false;
-      }
-    };
-    env.getKernel().walk([&](ComputeOp op) {
-      visit(op, op.getOut());
-      for (Attribute input : op.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input))
-          visit(op, access);
-    });
+      while (gridDepth < scopes.size() &&
+             scopes[gridDepth].getMapping() == Mapping::grid)
+        ++gridDepth;
+    }
+    SmallVector<bool> perBlock = getPerBlockDims(buffer, ops, gridDepth);
     int64_t elements = 1;
-    for (unsigned d = 0; d < rank; ++d)
-      if (!perBlock[d])
+    for (auto [d, one] : llvm::enumerate(perBlock))
+      if (!one)
         elements *= buffer.getStoredExtent(d);
     return elements * std::max<int64_t>(
                           1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
@@ -1329,10 +1327,11 @@ private:
            proposals >= 50 * std::max(options.budget, 1u);
   }
   /// Measures `batch` as one generation and counts each candidate, in
-  /// order (updating the best). Returns nothing, and stops the search,
-  /// when the batch cannot be measured or some results are pending.
+  /// order (updating the best), remembering each as the program of its
+  /// state hash in `hashes`. Returns nothing, and stops the search, when
+  /// the batch cannot be measured or some results are pending.
   std::optional<std::vector<Measurement>>
-  measureGeneration(ArrayRef<Sequence> batch);
+  measureGeneration(ArrayRef<Sequence> batch, ArrayRef<std::string> hashes);
   /// Counts one measured candidate reached by `moves`.
   void count(const Sequence &moves, const Measurement &m);
   /// Up to a generation of neighbours of programs `parent()` gives, none
@@ -1340,14 +1339,12 @@ private:
   /// generation). A neighbour measured before costs no evaluation: it is
   /// handed to `onMet` with its time (0 if it failed) and skipped. After
   /// kIdleLimit proposals in a row that met nothing new, the neighbourhood
-  /// is exhausted: the search stops and says so.
+  /// is exhausted: the search stops and says so. `hashes` receives the
+  /// state hash of each neighbour proposed.
   std::vector<Sequence>
   propose(function_ref<const Sequence &()> parent,
+          std::vector<std::string> &hashes,
           function_ref<void(const Sequence &, double)> onMet = nullptr);
-  /// Remembers the program the sequence reaches in env and its time.
-  void remember(const Measurement &m) {
-    met[env.getHash()] = m.ok() ? m.seconds : 0;
-  }
   /// A random legal move of the current state that the target can run: a
   /// move name uniformly, then one of its instances (a few moves, such as
   /// tile_scope with every divisor, have many more instances than others).
@@ -1370,7 +1367,7 @@ private:
   bool stopped = false;
   /// Every program measured by this search (by state hash), with its time
   /// (0 for a failure).
-  llvm::StringMap<double> met;
+  llvm::StringMap<double> timeOf;
   /// Proposals in a row that met no new program.
   unsigned idle = 0;
   static constexpr unsigned kIdleLimit = 1000;
@@ -1411,7 +1408,8 @@ std::optional<MoveInstance> Searcher::randomMove() {
 }
 
 std::optional<std::vector<Measurement>>
-Searcher::measureGeneration(ArrayRef<Sequence> batch) {
+Searcher::measureGeneration(ArrayRef<Sequence> batch,
+                            ArrayRef<std::string> hashes) {
   std::string error;
   FailureOr<std::vector<Measurement>> measured =
       env.measureBatch(batch, error);
@@ -1426,11 +1424,9 @@ Searcher::measureGeneration(ArrayRef<Sequence> batch) {
     stopped = true;
     return std::nullopt;
   }
-  std::string reason;
-  for (auto [moves, m] : llvm::zip(batch, *measured)) {
+  for (auto [moves, hash, m] : llvm::zip(batch, hashes, *measured)) {
     count(moves, m);
-    if (succeeded(env.replay(moves, reason)))
-      remember(m);
+    timeOf[hash] = m.ok() ? m.seconds : 0;
   }
   return std::move(*measured);
 }
@@ -1463,8 +1459,10 @@ void Searcher::count(const Sequence &moves, const Measurement &m) {
 
 std::vector<Searcher::Sequence>
 Searcher::propose(function_ref<const Sequence &()> parent,
+                  std::vector<std::string> &hashes,
                   function_ref<void(const Sequence &, double)> onMet) {
   std::vector<Sequence> batch;
+  hashes.clear();
   llvm::StringSet<> proposed;
   unsigned size = std::max(options.generation, 1u);
   while (batch.size() < size && !exhausted() &&
@@ -1474,12 +1472,13 @@ Searcher::propose(function_ref<const Sequence &()> parent,
     if (neighbour(parent())) {
       Sequence moves(env.getMoves().begin(), env.getMoves().end());
       std::string hash = env.getHash();
-      auto known = met.find(hash);
-      if (known != met.end()) {
+      auto known = timeOf.find(hash);
+      if (known != timeOf.end()) {
         if (onMet)
           onMet(moves, known->second);
       } else if (proposed.insert(hash).second) {
         batch.push_back(std::move(moves));
+        hashes.push_back(std::move(hash));
         fresh = true;
       }
     }
@@ -1489,7 +1488,7 @@ Searcher::propose(function_ref<const Sequence &()> parent,
       result.stoppedEarly =
           "the neighbourhood is exhausted: " + std::to_string(kIdleLimit) +
           " proposals in a row met only programs already measured (" +
-          std::to_string(met.size()) + " distinct programs measured)";
+          std::to_string(timeOf.size()) + " distinct programs measured)";
     }
   }
   return batch;
@@ -1558,12 +1557,13 @@ void Searcher::anneal() {
     // A generation of new neighbours of the current program (walking, for
     // free, through neighbours measured before); then the decisions, in
     // order, each against the program current by then.
-    std::vector<Sequence> batch =
-        propose([&]() -> const Sequence & { return current; }, decide);
+    std::vector<std::string> hashes;
+    std::vector<Sequence> batch = propose(
+        [&]() -> const Sequence & { return current; }, hashes, decide);
     if (batch.empty())
       continue;
     std::optional<std::vector<Measurement>> measured =
-        measureGeneration(batch);
+        measureGeneration(batch, hashes);
     if (!measured)
       return;
     for (auto [moves, m] : llvm::zip(batch, *measured))
@@ -1586,12 +1586,13 @@ void Searcher::sample() {
     for (auto &[moves, seconds] : met)
       weights.push_back(std::pow(result.best.seconds / seconds, 4));
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
-    std::vector<Sequence> batch =
-        propose([&]() -> const Sequence & { return met[pick(rng)].first; });
+    std::vector<std::string> hashes;
+    std::vector<Sequence> batch = propose(
+        [&]() -> const Sequence & { return met[pick(rng)].first; }, hashes);
     if (batch.empty())
       continue;
     std::optional<std::vector<Measurement>> measured =
-        measureGeneration(batch);
+        measureGeneration(batch, hashes);
     if (!measured)
       return;
     for (auto [moves, m] : llvm::zip(batch, *measured)) {
@@ -1619,18 +1620,19 @@ SearchResult Searcher::run() {
   applyHeuristic(env, heuristic ? options.strategy : options.startFrom,
                  options.target);
   Sequence program(env.getMoves().begin(), env.getMoves().end());
+  std::string programHash = env.getHash();
+  env.reset();
   std::vector<Sequence> first = {{}};
-  if (!program.empty())
+  std::vector<std::string> hashes = {env.getHash()};
+  if (!program.empty()) {
     first.push_back(program);
+    hashes.push_back(programHash);
+  }
   std::optional<std::vector<Measurement>> measured =
-      measureGeneration(first);
+      measureGeneration(first, hashes);
   if (!measured)
     return result;
   result.start = measured->front();
-  std::string reason;
-  for (auto [moves, m] : llvm::zip(first, *measured))
-    if (succeeded(env.replay(moves, reason)))
-      remember(m);
   // A heuristic's answer is its program, faster or not (when it runs
   // correctly); the measurements say how it compares.
   if (heuristic && !program.empty() && measured->back().ok()) {

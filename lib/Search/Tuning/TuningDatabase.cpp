@@ -4,6 +4,8 @@
 #include "PerfDojo/Search/Machine.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/TargetParser/Host.h"
 #include <sqlite3.h>
 
@@ -217,4 +219,12 @@ std::string mlir::perfdojo::getHostTarget(unsigned threads) {
 std::string mlir::perfdojo::getToolchain() {
   return std::string("LLVM ") + LLVM_VERSION_STRING + "; lowering " +
          kLoweringVersion;
+}
+
+std::string mlir::perfdojo::getDefaultTuningDatabasePath() {
+  SmallString<256> path(getMachineCachePath());
+  llvm::sys::path::remove_filename(path);
+  (void)llvm::sys::fs::create_directories(path);
+  llvm::sys::path::append(path, "tuning.db");
+  return std::string(path);
 }

@@ -10,6 +10,7 @@
 #ifndef PERFDOJO_CONVERSION_GPU_PASSES_H
 #define PERFDOJO_CONVERSION_GPU_PASSES_H
 
+#include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -87,6 +88,15 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
 /// `pm`.
 void buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
                              const LowerToGPUOptions &options);
+
+/// The dimensions of the shared `buffer` that a block stores as one slot,
+/// given the operations `ops` of one launch that access it: every access
+/// indexes the dimension by exactly {g} (coefficient 1, nothing else),
+/// the same g for all, where g < `gridDepth`, the number of grid scopes
+/// chained at the top of the launch (around every operation of it); in a
+/// block, {g} is the block's coordinate there.
+SmallVector<bool> getPerBlockDims(BufferOp buffer, ArrayRef<ComputeOp> ops,
+                                  unsigned gridDepth);
 
 /// Registers the passes and the `pd-lower-to-nvvm` / `pd-lower-to-rocdl`
 /// pipelines.
