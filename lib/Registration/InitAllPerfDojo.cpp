@@ -6,12 +6,17 @@
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Search/Passes.h"
 #include "PerfDojo/Transforms/Move.h"
+#include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::registerAllPerfDojo(DialectRegistry &registry) {
-  registry.insert<perfdojo::PerfDojoDialect, func::FuncDialect>();
+  registry.insert<perfdojo::PerfDojoDialect, func::FuncDialect,
+                  transform::TransformDialect>();
+  // The moves as transform ops (transform.perfdojo.<move>).
+  perfdojo::registerMoveTransformOps(registry);
 }
 
 void mlir::registerAllPerfDojoPasses() {

@@ -83,6 +83,66 @@ SmallVector<std::string> mlir::perfdojo::parseMoveList(StringRef text) {
   return moves;
 }
 
+/// Reads the location of `kind` from the first of the ':'-separated
+/// `fields` of `location`; returns how many fields it took.
+static FailureOr<unsigned> parseLocationFields(LocationKind kind,
+                                               ArrayRef<StringRef> fields,
+                                               StringRef location,
+                                               MoveLocation &loc,
+                                               std::string &error) {
+  StringRef head = fields.front();
+  auto [array, ordinal] = head.split('#');
+  loc.name = array.str();
+  if (!isWord(array)) {
+    error = "malformed location '" + location.str() + "': expected a name, "
+            "found '" + array.str() + "'";
+    return failure();
+  }
+  if (head.contains('#')) {
+    if (kind != LocationKind::Scope && kind != LocationKind::Operation) {
+      error = "malformed location '" + location.str() +
+              "': a buffer location takes no '#' (that is for operations)";
+      return failure();
+    }
+    if (ordinal.getAsInteger(10, loc.ordinal)) {
+      error = "malformed location '" + location.str() +
+              "': expected an ordinal after '#', found '" + ordinal.str() + "'";
+      return failure();
+    }
+  }
+  if (kind != LocationKind::Scope && kind != LocationKind::BufferDim)
+    return 1;
+  StringRef what =
+      kind == LocationKind::Scope ? "a scope depth" : "a dimension index";
+  if (fields.size() < 2 || fields[1].getAsInteger(10, loc.index)) {
+    error = "malformed location '" + location.str() + "': expected " +
+            what.str() + " after ':'";
+    return failure();
+  }
+  return 2;
+}
+
+FailureOr<MoveLocation> mlir::perfdojo::parseMoveLocation(LocationKind kind,
+                                                          StringRef text,
+                                                          std::string &error) {
+  MoveLocation loc;
+  SmallVector<StringRef> fields;
+  text.split(fields, ':');
+  FailureOr<unsigned> used = parseLocationFields(kind, fields, text, loc, error);
+  if (failed(used))
+    return failure();
+  if (*used != fields.size()) {
+    error = "malformed location '" + text.str() + "': expected " +
+            (kind == LocationKind::Scope       ? "'array[#n]:depth'"
+             : kind == LocationKind::Operation ? "'array[#n]'"
+             : kind == LocationKind::Buffer    ? "'name'"
+                                               : "'name:dim'") +
+            ", without parameters";
+    return failure();
+  }
+  return loc;
+}
+
 FailureOr<MoveInstance> mlir::perfdojo::parseMove(StringRef text,
                                                   std::string &error) {
   text = text.trim();
@@ -101,41 +161,15 @@ FailureOr<MoveInstance> mlir::perfdojo::parseMove(StringRef text,
             "'";
     return failure();
   }
-  LocationKind kind = instance.move->getLocationKind();
   SmallVector<StringRef> fields;
   location.split(fields, ':');
-  StringRef head = fields.front();
-  auto [array, ordinal] = head.split('#');
-  MoveLocation &loc = instance.location;
-  loc.name = array.str();
-  if (!isWord(array)) {
-    error = "malformed location '" + location.str() + "': expected a name, "
-            "found '" + array.str() + "'";
+  FailureOr<unsigned> next =
+      parseLocationFields(instance.move->getLocationKind(), fields, location,
+                          instance.location, error);
+  if (failed(next))
     return failure();
-  }
-  if (head.contains('#')) {
-    if (kind != LocationKind::Scope && kind != LocationKind::Operation) {
-      error = "'" + name.str() + "' names a buffer; '#' is for operations";
-      return failure();
-    }
-    if (ordinal.getAsInteger(10, loc.ordinal)) {
-      error = "malformed location '" + location.str() +
-              "': expected an ordinal after '#', found '" + ordinal.str() + "'";
-      return failure();
-    }
-  }
-  unsigned next = 1;
-  if (kind == LocationKind::Scope || kind == LocationKind::BufferDim) {
-    StringRef what = kind == LocationKind::Scope ? "a scope depth"
-                                                 : "a dimension index";
-    if (fields.size() < 2 || fields[1].getAsInteger(10, loc.index)) {
-      error = "malformed location '" + location.str() + "': expected " +
-              what.str() + " after ':'";
-      return failure();
-    }
-    next = 2;
-  }
-  for (unsigned i = next; i < fields.size(); ++i) {
+  MoveLocation &loc = instance.location;
+  for (unsigned i = *next; i < fields.size(); ++i) {
     if (!isWord(fields[i])) {
       error = "malformed parameter '" + fields[i].str() + "' in '" +
               text.str() + "'";

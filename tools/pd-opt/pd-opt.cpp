@@ -10,6 +10,7 @@
 #include "PerfDojo/Search/SearchPass.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
+#include "mlir/Dialect/Transform/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -91,6 +92,8 @@ int main(int argc, char **argv) {
   expandApplyShorthand(args, expanded);
   registerAllPerfDojoPasses();
   perfdojo::registerSearchPass();
+  // Transform scripts of moves (pd-export-transform) run in pd-opt too.
+  transform::registerTransformPasses();
   DialectRegistry registry;
   registerAllPerfDojo(registry);
   perfdojo::registerGPUTargets(registry);

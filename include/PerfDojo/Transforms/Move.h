@@ -101,9 +101,16 @@ public:
   /// choice.
   virtual SmallVector<SmallVector<std::string, 2>>
   getParamChoices(const ResolvedLocation &loc) const;
+  /// Builds the transform op (`transform.perfdojo.<name>`, MoveOps.td) that
+  /// runs this move at `location` (with its params) on the kernel handle
+  /// `kernel`.
+  virtual Operation *buildTransformOp(OpBuilder &builder, Location loc,
+                                      Value kernel,
+                                      const MoveLocation &location) const = 0;
 };
 
-/// The registry of moves, in registration order.
+/// The registry of moves: every move declared in MoveOps.td, in the order of
+/// their declarations' names.
 class MoveRegistry {
 public:
   static MoveRegistry &get();
@@ -115,7 +122,7 @@ private:
   SmallVector<std::unique_ptr<Move>> moves;
 };
 
-/// Registers every move of the catalogue (idempotent).
+/// Registers every move declared in MoveOps.td (idempotent).
 void registerAllMoves();
 
 /// A move and its location, e.g. parsed from `join_scopes@t:0`.
@@ -135,6 +142,11 @@ FailureOr<MoveInstance> parseMove(StringRef text, std::string &error);
 /// start of a line or after a blank ('#' right after a name is an ordinal:
 /// m#1); blank lines are ignored.
 SmallVector<std::string> parseMoveList(StringRef text);
+
+/// Parses a location of `kind` alone, without parameters (`y#1:2`, `t:0`),
+/// as the transform ops' `at` attribute holds it.
+FailureOr<MoveLocation> parseMoveLocation(LocationKind kind, StringRef text,
+                                          std::string &error);
 
 /// Finds the IR a location designates in `kernel`.
 FailureOr<ResolvedLocation> resolveLocation(KernelOp kernel,

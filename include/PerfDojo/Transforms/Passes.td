@@ -75,4 +75,34 @@ def UndoMovePass : Pass<"pd-undo", "::mlir::ModuleOp"> {
   ];
 }
 
+def ExportTransformPass : Pass<"pd-export-transform", "::mlir::ModuleOp"> {
+  let summary = "Write the kernels' moves as a transform script";
+  let description = [{
+    Writes the moves recorded in each kernel's history (`perfdojo.history`)
+    as a transform script: a module with a `@__transform_main` sequence
+    that finds each kernel by name (`transform.perfdojo.match_kernel`) and
+    applies its moves, in order, as `transform.perfdojo.<move>` ops
+    (docs/generated/PerfDojoMoves.md). Run on the untransformed kernels,
+    the script produces the same programs as the moves did:
+
+    ```sh
+    pd-opt k.mlir --pd-apply=moves-file=k.moves \
+      | pd-opt --pd-export-transform=output=k.transform.mlir -o /dev/null
+    mlir-opt-22 --load-dialect-plugin=build/lib/PerfDojoPlugin.so \
+      --transform-preload-library=transform-library-paths=k.transform.mlir \
+      --transform-interpreter k.mlir
+    ```
+
+    Kernels without moves are skipped; with none anywhere, the script's
+    sequence only yields. The IR is not changed.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", "\"-\"",
+           "where to write the script ('-': standard output)">,
+    Option<"kernelName", "kernel", "std::string", "\"\"",
+           "export only this kernel's moves">
+  ];
+  let dependentDialects = ["::mlir::transform::TransformDialect"];
+}
+
 #endif // PERFDOJO_TRANSFORMS_PASSES_TD

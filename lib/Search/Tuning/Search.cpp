@@ -2,6 +2,7 @@
 
 #include "PerfDojo/Search/Search.h"
 #include "PerfDojo/Conversion/GPU/Passes.h"
+#include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/bit.h"
@@ -12,6 +13,7 @@
 
 using namespace mlir;
 using namespace mlir::perfdojo;
+using namespace mlir::perfdojo::moves;
 
 std::optional<Strategy> mlir::perfdojo::parseStrategy(StringRef name) {
   return llvm::StringSwitch<std::optional<Strategy>>(name)
@@ -51,12 +53,12 @@ public:
   HeuristicRunner(Environment &env, const TargetInfo &target)
       : env(env), target(target) {}
 
-  /// The legal instances of move `name` in the current state.
-  SmallVector<MoveInstance> legal(StringRef name) {
-    const Move *move = MoveRegistry::get().lookup(name);
-    if (!move)
-      return {};
-    return enumerateMoves(env.getKernel(), *move);
+  /// The legal instances of the move declared as `MoveOpT` in the current
+  /// state.
+  template <typename MoveOpT> SmallVector<MoveInstance> legal() {
+    registerAllMoves();
+    return enumerateMoves(env.getKernel(),
+                          *MoveRegistry::get().lookup(MoveOpT::getMoveName()));
   }
 
   /// The scope a scope move's instance designates.
@@ -70,9 +72,9 @@ public:
 
   /// Applies a move if it is legal and the bound on steps allows; every
   /// move applied counts towards the bound, also those rolled back later.
-  bool apply(const MoveInstance &move) { return applyMove(move); }
-  bool apply(const std::string &move) { return applyMove(move); }
-  template <typename M> bool applyMove(const M &move) {
+  /// Moves are built with the typed builders of MoveOps.h
+  /// (`TileScopeOp::make(scopeLoc(op, 1), 16)`), never from strings.
+  bool apply(const MoveInstance &move) {
     if (steps >= kMaxSteps)
       return false;
     std::string reason;
@@ -96,12 +98,12 @@ public:
 
   /// Applies the first legal instance of `name` accepted by `accept` until
   /// there is none; returns how many were applied.
-  unsigned exhaust(StringRef name,
-                   function_ref<bool(const MoveInstance &)> accept) {
+  template <typename MoveOpT>
+  unsigned exhaust(function_ref<bool(const MoveInstance &)> accept) {
     unsigned applied = 0;
     while (steps < kMaxSteps) {
       bool progress = false;
-      for (const MoveInstance &move : legal(name))
+      for (const MoveInstance &move : legal<MoveOpT>())
         if (accept(move) && apply(move)) {
           progress = true;
           ++applied;
@@ -112,8 +114,8 @@ public:
     }
     return applied;
   }
-  unsigned exhaust(StringRef name) {
-    return exhaust(name, [](const MoveInstance &) { return true; });
+  template <typename MoveOpT> unsigned exhaust() {
+    return exhaust<MoveOpT>([](const MoveInstance &) { return true; });
   }
 
   /// Fuse scopes and share buffers until neither applies. With
@@ -129,7 +131,7 @@ public:
                         : ScopeOp();
       return scope && next && !reducesProduct(scope) && !reducesProduct(next);
     };
-    while (exhaust("join_scopes", accept) + exhaust("reuse_buffer"))
+    while (exhaust<JoinScopesOp>(accept) + exhaust<ReuseBufferOp>())
       ;
   }
 
@@ -152,7 +154,7 @@ public:
   /// (permute_dims), so that the product vectorizes along the columns as
   /// matmul does. Takes every step back if one is refused.
   void transposeOperands() {
-    SmallVector<std::pair<std::string, std::pair<std::string, unsigned>>>
+    SmallVector<std::pair<MoveLocation, std::pair<std::string, unsigned>>>
         todo; // (scope location, (array, dimension of the columns))
     env.getKernel().walk([&](ComputeOp op) {
       if (!isProduct(op))
@@ -179,7 +181,7 @@ public:
                          !usesVariable(out, s.getDepth());
         for (unsigned d = 0; d + 1 < in.size(); ++d)
           if (lastReduces && in[d].coeff(*columns) != 0)
-            todo.push_back({scopeLocation(op, 0),
+            todo.push_back({scopeLoc(op, 0),
                             {access.getArray().getValue().str(), d}});
       }
     });
@@ -187,14 +189,14 @@ public:
       auto &[array, dim] = what;
       size_t before = env.getMoves().size();
       std::string name = array + "_t";
-      bool ok = apply("add_copy@" + location + ":" + array + ":" + name);
+      bool ok = apply(AddCopyOp::make(location, array, name));
       unsigned rank = 0;
       if (ok)
         for (BufferOp buffer : env.getKernel().getBuffers())
           if (buffer.getSymName() == name)
             rank = buffer.getShape().size();
       for (unsigned d = dim; ok && d + 1 < rank; ++d)
-        ok = apply("permute_dims@" + name + ":" + std::to_string(d));
+        ok = apply(PermuteDimsOp::make(bufferLoc(name, d)));
       if (!ok)
         rollBackTo(before);
     }
@@ -224,18 +226,17 @@ public:
       return 0;
     };
     for (bool progress = true; progress;) {
-      std::string move;
+      std::optional<MoveInstance> move;
       env.getKernel().walk([&](ScopeOp scope) {
-        if (int64_t count = move.empty() ? peel(scope) : 0) {
+        if (int64_t count = move ? 0 : peel(scope)) {
           auto first = cast<ComputeOp>(scope.getBodyBlock().front());
-          move = "peel_scope@" + scopeLocation(first, scope.getDepth()) +
-                 ":" + std::to_string(count);
+          move = PeelScopeOp::make(scopeLoc(first, scope.getDepth()), count);
         }
       });
-      progress = !move.empty() && apply(move);
+      progress = move && apply(*move);
     }
     // Tile each innermost sequential scope larger than the width.
-    exhaust("tile_scope", [&](const MoveInstance &move) {
+    exhaust<TileScopeOp>([&](const MoveInstance &move) {
       if (move.location.params.empty() ||
           move.location.params[0] != std::to_string(width))
         return false;
@@ -245,14 +246,14 @@ public:
     });
     // One operation per scope of the width (or a remainder's power of
     // two), then vectorize those.
-    exhaust("split_scope", [&](const MoveInstance &move) {
+    exhaust<SplitScopeOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       return scope &&
              (int64_t(scope.getSize()) == width ||
               (isRemainder(scope) && llvm::isPowerOf2_64(scope.getSize()))) &&
              scope.getMapping() == Mapping::seq && onlyOperations(scope);
     });
-    exhaust("vectorize");
+    exhaust<VectorizeOp>();
   }
 
   /// An innermost sequential scope inside another, narrower than the
@@ -272,7 +273,7 @@ public:
   /// Every top-level scope that may run in parallel and has an iteration
   /// per thread.
   void parallelize() {
-    exhaust("parallelize", [&](const MoveInstance &move) {
+    exhaust<ParallelizeOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       return scope && scope.getDepth() == 0 &&
              scope.getSize() >= target.threads;
@@ -310,22 +311,22 @@ public:
       forEachAccess(scope, [&](AccessAttr access, bool) {
         touched.insert(access.getArray().getValue());
       });
-      std::string block = scopeLocation(first, 0);
+      MoveLocation block = scopeLoc(first, 0);
       size_t before = env.getMoves().size();
-      if (!apply("tile_scope@" + block + ":" +
-                 std::to_string(scope.getSize() / target.threads)))
+      if (!apply(TileScopeOp::make(block, scope.getSize() / target.threads)))
         continue;
       SmallVector<std::string> temporaries;
       for (BufferOp buffer : env.getKernel().getBuffers())
         if (buffer.isTemporary() && touched.contains(buffer.getSymName()))
           temporaries.push_back(buffer.getSymName().str());
       for (const std::string &name : temporaries) {
-        if (!apply("add_dim@" + name + ":0:0"))
+        if (!apply(AddDimOp::make(bufferLoc(name), /*position=*/0,
+                                  /*depth=*/0)))
           continue;
-        if (!apply("materialize_dims@" + name + ":0"))
+        if (!apply(MaterializeDimsOp::make(bufferLoc(name, 0))))
           (void)env.undo();
       }
-      if (!apply("parallelize@" + block))
+      if (!apply(ParallelizeOp::make(block)))
         rollBackTo(before);
     }
   }
@@ -348,7 +349,7 @@ public:
     while (steps < kMaxSteps) {
       std::optional<MoveInstance> best;
       unsigned bestDepth = ~0u;
-      for (const MoveInstance &move : legal("parallelize")) {
+      for (const MoveInstance &move : legal<ParallelizeOp>()) {
         ScopeOp scope = scopeOf(move);
         if (!scope || scope.getDepth() == 0 || scope.getDepth() >= bestDepth ||
             scope.getSize() < target.threads || hasParallel(scope))
@@ -452,7 +453,7 @@ public:
   /// index of x[n, c, h, w]) does not move inward, however its results
   /// are laid out.
   void bringContiguousInward() {
-    exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
+    exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope || scatters(scope, scope.getDepth()))
         return false;
@@ -467,7 +468,7 @@ public:
   /// x[n, c, h, w], become c outside n, so that the channel loop can run in
   /// parallel and fuse with its neighbours.
   void bringParallelOutward() {
-    exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
+    exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope)
         return false;
@@ -482,7 +483,7 @@ public:
   /// that fusion (join_scopes) can follow: the element-wise nests of a
   /// batch norm, n outside c, line up with the channel loops before them.
   void alignForFusion() {
-    exhaust("swap_nested_scopes", [&](const MoveInstance &move) {
+    exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope || scope.getDepth() != 0)
         return false;
@@ -497,17 +498,28 @@ public:
 
   /// The location of the scope at `depth` around `op`: its output array,
   /// the op's ordinal among the writers of that array, and the depth.
-  std::string scopeLocation(ComputeOp op, unsigned depth) {
-    StringRef array = op.getOut().getArray().getValue();
-    unsigned ordinal = 0;
+  MoveLocation scopeLoc(ComputeOp op, unsigned depth) {
+    MoveLocation loc;
+    loc.name = op.getOut().getArray().getValue().str();
     env.getKernel().walk<WalkOrder::PreOrder>([&](ComputeOp other) {
       if (other == op)
         return WalkResult::interrupt();
-      ordinal += other.getOut().getArray().getValue() == array;
+      loc.ordinal += other.getOut().getArray().getValue() == loc.name;
       return WalkResult::advance();
     });
-    return array.str() + (ordinal ? "#" + std::to_string(ordinal) : "") +
-           ":" + std::to_string(depth);
+    loc.index = depth;
+    return loc;
+  }
+  /// scopeLoc as text (`y#1:2`), which names a scope across moves.
+  std::string scopeLocation(ComputeOp op, unsigned depth) {
+    return scopeLoc(op, depth).str(LocationKind::Scope);
+  }
+  /// The location of buffer `name`, or of its dimension `dim`.
+  static MoveLocation bufferLoc(StringRef name, unsigned dim = 0) {
+    MoveLocation loc;
+    loc.name = name.str();
+    loc.index = dim;
+    return loc;
   }
 
   /// A vector reduction `op` (in a vector scope V) whose nest ends in
@@ -586,16 +598,14 @@ public:
       // columns -> (columns / cols) x cols, the outer part above k.
       if (p->columns && p->columns.getSize() % cols == 0 &&
           p->columns.getSize() > cols &&
-          apply("tile_scope@" + scopeLocation(p->op, k + 1) + ":" +
-                std::to_string(cols)))
-        (void)apply("swap_nested_scopes@" +
-                    scopeLocation(*findProductOp(id), k));
+          apply(TileScopeOp::make(scopeLoc(p->op, k + 1), cols)))
+        (void)apply(SwapNestedScopesOp::make(scopeLoc(*findProductOp(id), k)));
       std::optional<Product> q = findProductAt(id);
       if (!q)
         continue;
       // Whatever sits between k and the lanes is unrolled.
       if (q->columns)
-        (void)apply("unroll@" + scopeLocation(q->op, q->columns.getDepth()));
+        (void)apply(UnrollOp::make(scopeLoc(q->op, q->columns.getDepth())));
       // Rows in tiles, the tile brought below k. The rows are a scope
       // above k that indexes the output but not its contiguous dimension,
       // preferably one that the vector-loaded operand (read along the
@@ -665,13 +675,12 @@ public:
       // now; each interchange sinks the pair by one, until it sits right
       // below k, where it is unrolled.
       unsigned kd = findProductAt(id)->reduction.getDepth() + 1;
-      bool ok = apply("tile_scope@" + scopeLocation(*findProductOp(id), r) +
-                      ":" + std::to_string(rowsPerTile));
+      bool ok = apply(
+          TileScopeOp::make(scopeLoc(*findProductOp(id), r), rowsPerTile));
       for (unsigned d = r + 1; ok && d < kd; ++d)
-        ok = apply("swap_nested_scopes@" +
-                   scopeLocation(*findProductOp(id), d));
+        ok = apply(SwapNestedScopesOp::make(scopeLoc(*findProductOp(id), d)));
       if (ok)
-        ok = apply("unroll@" + scopeLocation(*findProductOp(id), kd));
+        ok = apply(UnrollOp::make(scopeLoc(*findProductOp(id), kd)));
       if (!ok) {
         rollBackTo(before);
         continue;
@@ -724,13 +733,12 @@ public:
     size_t before = env.getMoves().size();
     // The copy is named after the operand: B_panel, else B_panel1, ...
     std::string name;
-    bool ok = apply("swap_nested_scopes@" +
-                   scopeLocation(*findProductOp(id), r));
+    bool ok = apply(SwapNestedScopesOp::make(scopeLoc(*findProductOp(id), r)));
     for (unsigned n = 0; ok && name.empty() && n < 8; ++n) {
       std::string candidate =
           array + "_panel" + (n ? std::to_string(n) : std::string());
-      if (apply("add_copy@" + scopeLocation(*findProductOp(id), r + 1) + ":" +
-               array + ":" + candidate))
+      if (apply(AddCopyOp::make(scopeLoc(*findProductOp(id), r + 1), array,
+                                candidate)))
         name = candidate;
     }
     ok &= !name.empty();
@@ -749,11 +757,10 @@ public:
       int64_t width = target.vectorWidth, size = inner.getSize();
       unsigned d = inner.getDepth();
       if (size % width == 0 && size > width &&
-          apply("tile_scope@" + scopeLocation(findCopy(), d) + ":" +
-               std::to_string(width)))
+          apply(TileScopeOp::make(scopeLoc(findCopy(), d), width)))
         ++d;
       if (size % width == 0)
-        (void)apply("vectorize@" + scopeLocation(findCopy(), d));
+        (void)apply(VectorizeOp::make(scopeLoc(findCopy(), d)));
     }
     // T's tiles not shared out evenly, or too few: parallel inside T.
     std::optional<ComputeOp> op = findProductOp(id);
@@ -767,9 +774,9 @@ public:
       if (outer && !anyParallel &&
           (outer.getSize() % target.threads ||
            outer.getSize() < 2 * target.threads)) {
-        ok = apply("parallelize@" + scopeLocation(*op, r + 1));
+        ok = apply(ParallelizeOp::make(scopeLoc(*op, r + 1)));
         if (ok)
-          (void)apply("parallelize@" + scopeLocation(findCopy(), r + 1));
+          (void)apply(ParallelizeOp::make(scopeLoc(findCopy(), r + 1)));
       }
     }
     if (!ok)
@@ -797,7 +804,7 @@ public:
           instances * k.getSize() > 256 ||
           above.getMapping() != Mapping::seq ||
           !llvm::hasSingleElement(above.getBodyBlock()) ||
-          !apply("unroll@" + scopeLocation(q->op, k.getDepth())))
+          !apply(UnrollOp::make(scopeLoc(q->op, k.getDepth()))))
         return;
     }
   }
@@ -813,15 +820,14 @@ public:
       child = child->getParentOp();
     // Both locations are taken before the first step replaces the kernel;
     // splitting does not change them.
-    std::string after = child->getNextNode()
-                            ? "split_scope@" + scopeLocation(op, d)
-                            : std::string();
-    std::string beforeIt;
+    std::optional<MoveInstance> after, beforeIt;
+    if (child->getNextNode())
+      after = SplitScopeOp::make(scopeLoc(op, d));
     if (Operation *node = child->getPrevNode())
       node->walk(
-          [&](ComputeOp c) { beforeIt = "split_scope@" + scopeLocation(c, d); });
-    for (const std::string &move : {after, beforeIt})
-      if (!move.empty() && !apply(move))
+          [&](ComputeOp c) { beforeIt = SplitScopeOp::make(scopeLoc(c, d)); });
+    for (const std::optional<MoveInstance> &move : {after, beforeIt})
+      if (move && !apply(*move))
         return false;
     return true;
   }
@@ -901,7 +907,7 @@ public:
       if (isProduct(op))
         products.insert(op.getOut().getArray().getValue());
     });
-    exhaust("reuse_dims", [&](const MoveInstance &move) {
+    exhaust<ReuseDimsOp>([&](const MoveInstance &move) {
       return !products.contains(move.location.name);
     });
   }
@@ -910,7 +916,7 @@ public:
   /// gets a loop of its own, where the lowering keeps partial results in
   /// vector registers.
   void isolateReductions() {
-    exhaust("split_scope", [&](const MoveInstance &move) {
+    exhaust<SplitScopeOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope || scope.getMapping() != Mapping::seq)
         return false;
@@ -950,8 +956,14 @@ public:
     return first;
   }
   /// The move location of `scope` (through its first operation).
-  std::string locate(ScopeOp scope) {
-    return scopeLocation(firstCompute(scope), scope.getDepth());
+  MoveLocation locate(ScopeOp scope) {
+    return scopeLoc(firstCompute(scope), scope.getDepth());
+  }
+  /// `loc` at another depth: a scope above or below it around the same
+  /// operation.
+  static MoveLocation atDepth(MoveLocation loc, unsigned depth) {
+    loc.index = depth;
+    return loc;
   }
   /// The scopes of the perfect nest from `scope` down: each the only child
   /// of the previous.
@@ -971,12 +983,11 @@ public:
   /// (Asked as `parallelize` outside GPU scopes and as `gpu_block` inside a
   /// grid scope, whose nesting rules differ.)
   bool independent(ScopeOp scope) {
-    std::string location = locate(scope);
-    for (StringRef mapping : {"parallelize@", "gpu_block@"}) {
+    MoveLocation location = locate(scope);
+    for (const MoveInstance &move :
+         {ParallelizeOp::make(location), GpuBlockOp::make(location)}) {
       std::string reason;
-      FailureOr<MoveInstance> move = parseMove(mapping.str() + location, reason);
-      if (succeeded(move) &&
-          succeeded(checkMove(env.getKernel(), *move, reason)))
+      if (succeeded(checkMove(env.getKernel(), move, reason)))
         return true;
     }
     return false;
@@ -1012,12 +1023,10 @@ public:
       return false;
     size_t before = env.getMoves().size();
     auto op = cast<ComputeOp>(scope.getBodyBlock().front());
-    std::string array = op.getOut().getArray().getValue().str();
     unsigned depth = scope.getDepth();
-    std::string loc = locate(scope);
-    if (apply("tile_scope@" + loc + ":" + std::to_string(width)) &&
-        apply("vectorize@" + loc.substr(0, loc.rfind(':')) + ":" +
-              std::to_string(depth + 1)))
+    MoveLocation loc = locate(scope);
+    if (apply(TileScopeOp::make(loc, width)) &&
+        apply(VectorizeOp::make(atDepth(loc, depth + 1))))
       return true;
     rollBackTo(before);
     return false;
@@ -1031,8 +1040,7 @@ public:
   /// did; nothing changes otherwise.
   bool spreadOverThreads(ScopeOp scope, bool outerToGrid) {
     size_t before = env.getMoves().size();
-    std::string loc = locate(scope);
-    std::string prefix = loc.substr(0, loc.rfind(':') + 1);
+    MoveLocation loc = locate(scope);
     unsigned depth = scope.getDepth();
     int64_t size = scope.getSize();
     if (vectorizeGPU(scope))
@@ -1040,13 +1048,12 @@ public:
     int64_t threads = threadsFor(size);
     bool ok = true;
     if (threads < size) {
-      ok = apply("tile_scope@" + prefix + std::to_string(depth) + ":" +
-                 std::to_string(threads));
+      ok = apply(TileScopeOp::make(atDepth(loc, depth), threads));
       if (ok && outerToGrid)
-        ok = apply("gpu_grid@" + prefix + std::to_string(depth));
+        ok = apply(GpuGridOp::make(atDepth(loc, depth)));
       ++depth;
     }
-    ok = ok && apply("gpu_block@" + prefix + std::to_string(depth));
+    ok = ok && apply(GpuBlockOp::make(atDepth(loc, depth)));
     if (!ok)
       rollBackTo(before);
     return ok;
@@ -1058,8 +1065,6 @@ public:
   /// threads' partial results combined after them by the block's first
   /// thread (split_reduction), partials in shared memory when they fit.
   bool splitOverThreads(ScopeOp scope) {
-    if (!MoveRegistry::get().lookup("split_reduction"))
-      return false;
     SmallVector<ComputeOp> ops;
     scope.walk([&](ComputeOp op) { ops.push_back(op); });
     if (ops.size() != 1 || ops[0].getReduction() == Reduction::none ||
@@ -1071,25 +1076,25 @@ public:
       return false;
     size_t before = env.getMoves().size();
     unsigned depth = scope.getDepth();
-    std::string at = locate(scope);
+    MoveLocation at = locate(scope);
     bool ok = true;
     if (threads < size)
       // (size / threads) x threads, then the threads outside: thread t
       // reads t, t + threads, ...
-      ok = apply("tile_scope@" + at + ":" + std::to_string(threads)) &&
-           apply("swap_nested_scopes@" + at);
+      ok = apply(TileScopeOp::make(at, threads)) &&
+           apply(SwapNestedScopesOp::make(at));
     std::string partial;
     if (ok) {
       for (unsigned n = 0; partial.empty() && n < 100; ++n) {
         std::string name = ops[0].getOut().getArray().getValue().str() +
                            "_part" + (n ? std::to_string(n) : "");
-        if (apply("split_reduction@" + at + ":" + name))
+        if (apply(SplitReductionOp::make(at, name)))
           partial = name;
       }
       ok = !partial.empty();
     }
     // The reduction's scope is now the threads' partial sums.
-    ok = ok && apply("gpu_block@" + partialLocation(partial, depth));
+    ok = ok && apply(GpuBlockOp::make(partialLocation(partial, depth)));
     if (!ok) {
       rollBackTo(before);
       return false;
@@ -1098,9 +1103,10 @@ public:
     for (BufferOp buffer : env.getKernel().getBuffers())
       if (buffer.getSymName() == partial &&
           perBlockBytes(buffer) <= target.maxSharedBytes)
-        (void)apply("set_location@" + partial + ":shared");
+        (void)apply(SetLocationOp::make(bufferLoc(partial),
+                                        BufferLocation::shared));
     // The partials' initialization, before them, over the threads too.
-    if (ScopeOp init = scopeAt(partial + ":" + std::to_string(depth)))
+    if (ScopeOp init = scopeAt(atDepth(bufferLoc(partial), depth)))
       (void)spreadOverThreads(init, /*outerToGrid=*/false);
     return true;
   }
@@ -1138,16 +1144,19 @@ public:
     return elements * std::max<int64_t>(
                           1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
   }
-  /// The scope at a scope location (`array[#n]:depth`), or null.
-  ScopeOp scopeAt(const std::string &location) {
+  /// The scope at a scope location, or null.
+  ScopeOp scopeAt(const MoveLocation &location) {
     std::string error;
-    FailureOr<MoveInstance> move = parseMove("join_scopes@" + location, error);
-    return succeeded(move) ? scopeOf(*move) : ScopeOp();
+    FailureOr<ResolvedLocation> loc = resolveLocation(
+        env.getKernel(), LocationKind::Scope, location, error);
+    return succeeded(loc) ? loc->scope : ScopeOp();
   }
   /// The location of the scope at `depth` around the partial reduction
   /// writing `partial` (its second writer, after the initialization).
-  std::string partialLocation(StringRef partial, unsigned depth) {
-    return partial.str() + "#1:" + std::to_string(depth);
+  static MoveLocation partialLocation(StringRef partial, unsigned depth) {
+    MoveLocation loc = atDepth(bufferLoc(partial), depth);
+    loc.ordinal = 1;
+    return loc;
   }
 
   /// How many iterations the scopes of `chain` make in all.
@@ -1187,12 +1196,11 @@ public:
       // A reduction long enough to give each thread of a block several
       // elements, which split_reduction can spread.
       bool elementwise = false, reduction = false;
-      bool canSplit = MoveRegistry::get().lookup("split_reduction");
       for (Operation &child : last.getBodyBlock())
         if (auto inner = dyn_cast<ScopeOp>(child)) {
           bool indep = independent(inner);
           elementwise |= indep;
-          reduction |= !indep && canSplit &&
+          reduction |= !indep &&
                        iterations(perfectChain(inner)) >= kLongReduction;
         }
       rowBlocks = elementwise ||
@@ -1202,7 +1210,7 @@ public:
     if (!rowBlocks) {
       // Grid over the outer independent scopes, threads over the last.
       for (size_t i = 0; i + 1 < prefix; ++i)
-        if (!apply("gpu_grid@" + locate(perfectChain(topScope(index))[i]))) {
+        if (!apply(GpuGridOp::make(locate(perfectChain(topScope(index))[i])))) {
           rollBackTo(before);
           return;
         }
@@ -1214,7 +1222,7 @@ public:
     // A block per iteration of the independent scopes.
     for (size_t i = 0; i < prefix; ++i) {
       ScopeOp s = perfectChain(topScope(index))[i];
-      if (!apply("gpu_grid@" + locate(s))) {
+      if (!apply(GpuGridOp::make(locate(s)))) {
         rollBackTo(before);
         return;
       }
