@@ -356,7 +356,8 @@ bool WalkRun::startJob(std::vector<Job> &jobs, size_t from, size_t to) {
   job.end = to;
   job.lastHeard = Clock::now();
   job.child = ChildProcess::start(
-      [&](ChildChannel &c) { return runBatch(c, from, to); }, error);
+      [&](ChildChannel &c) { return runBatch(c, from, to); },
+      getWalkChildOptions(), error);
   if (!job.child) {
     llvm::errs() << "pd-walk: " << error << "\n";
     return false;
@@ -396,7 +397,7 @@ void WalkRun::handleLine(Job &job, StringRef line) {
 void WalkRun::endJob(std::vector<Job> &jobs, size_t index, bool timedOut) {
   Job job = std::move(jobs[index]);
   jobs.erase(jobs.begin() + index);
-  std::string how = job.child->wait();
+  std::string how = job.child->wait().describe();
   if (!job.current) {
     if (!job.finished && job.next < job.end)
       llvm::errs() << "pd-walk: a child ended between walks ("

@@ -515,6 +515,17 @@ std::string walk::joinMoves(ArrayRef<std::string> moves) {
 // Replays
 //===----------------------------------------------------------------------===//
 
+ChildOptions walk::getWalkChildOptions() {
+  ChildOptions options;
+  options.captureStderr = true;
+  options.environment = {{"LLVM_DISABLE_SYMBOLIZATION", "1"}};
+  options.flush = [] {
+    llvm::outs().flush();
+    llvm::errs().flush();
+  };
+  return options;
+}
+
 std::string walk::getCrashExcerpt(const ChildProcess &child) {
   std::string err = child.getStderr(8192);
   SmallVector<StringRef> lines;
@@ -595,7 +606,7 @@ ReplayResult Walker::replayIsolated(const Subject &subject,
                escapeField(r.transformed));
         return 0;
       },
-      error);
+      getWalkChildOptions(), error);
   ReplayResult result;
   if (!child) {
     result.kind = FailureKind::Crash;
@@ -619,7 +630,7 @@ ReplayResult Walker::replayIsolated(const Subject &subject,
       break;
     }
     if (r == 0) {
-      std::string how = child->wait();
+      std::string how = child->wait().describe();
       result.kind = FailureKind::Crash;
       result.message = "the replay crashed (" +
                        (how.empty() ? std::string("exit status 0") : how) +

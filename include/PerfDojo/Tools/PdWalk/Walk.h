@@ -28,6 +28,7 @@ namespace mlir {
 namespace perfdojo {
 class ChildChannel;
 class ChildProcess;
+struct ChildOptions;
 namespace walk {
 
 /// How a walk picks its next move.
@@ -164,6 +165,12 @@ struct ReducedFailure {
   bool reproduced = false;
   unsigned replays = 0;
 };
+
+/// How pd-walk starts its children: their stderr captured (for
+/// getCrashExcerpt), their crash reports without symbols (symbolizing would
+/// start a process per crash), llvm::outs() and errs() flushed around the
+/// fork.
+ChildOptions getWalkChildOptions();
 
 /// What went wrong in a child: what it wrote to stderr before LLVM's stack
 /// dump (the assertion or error message).
