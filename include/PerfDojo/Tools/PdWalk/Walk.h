@@ -179,7 +179,7 @@ std::string getCrashExcerpt(const ChildProcess &child);
 /// Runs walks, checks, replays and reductions with one configuration. While
 /// it works it knows its stage ("applying the last move", ...) and, with a
 /// channel, sends it and the moves begun and applied to the parent process,
-/// which reports a crash or a hang with them.
+/// which reports a crash or a hang with them. `config` must outlive it.
 class Walker {
 public:
   explicit Walker(const WalkConfig &config) : config(config) {}
