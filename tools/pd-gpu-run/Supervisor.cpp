@@ -4,21 +4,12 @@
 
 #include "Json.h"
 
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
+using namespace mlir::perfdojo;
 using namespace mlir::perfdojo::gpurun;
 
 const char *mlir::perfdojo::gpurun::getStatusName(Status status) {
@@ -59,18 +50,6 @@ const char *mlir::perfdojo::gpurun::getStatusText(Status status) {
     return "no device";
   }
   return "fault";
-}
-
-SharedMemory::SharedMemory(uint64_t bytes) {
-  size = bytes ? bytes : 1;
-  void *p = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  data = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
-}
-
-SharedMemory::~SharedMemory() {
-  if (data)
-    munmap(data, size_t(size));
 }
 
 namespace {
@@ -162,12 +141,6 @@ private:
 };
 } // namespace
 
-/// "11 (Segmentation fault)".
-static std::string describeSignal(int signal) {
-  const char *name = strsignal(signal);
-  return std::to_string(signal) + (name ? std::string(" (") + name + ")" : "");
-}
-
 /// "60 s", "0.5 s".
 static std::string formatSeconds(double seconds) {
   char text[32];
@@ -181,37 +154,20 @@ ChildResult mlir::perfdojo::gpurun::superviseRun(const Package &package,
                                                  double timeLimitSeconds,
                                                  char *outputs) {
   ChildResult result;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  ChildOptions options;
+  // The child does not outlive the runner.
+  options.dieWithParent = true;
+  std::string error;
+  std::unique_ptr<ChildProcess> child = ChildProcess::start(
+      [&](ChildChannel &channel) {
+        return runInChild(package, settings, timed, outputs, channel.getFD());
+      },
+      options, error);
+  if (!child) {
     result.status = Status::Fault;
-    result.reason = std::string("cannot create a pipe: ") + strerror(errno);
+    result.reason = error;
     return result;
   }
-  // Nothing buffered may be written twice.
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t parent = getpid();
-  pid_t child = fork();
-  if (child < 0) {
-    result.status = Status::Fault;
-    result.reason = std::string("cannot fork: ") + strerror(errno);
-    close(fds[0]);
-    close(fds[1]);
-    return result;
-  }
-  if (child == 0) {
-    close(fds[0]);
-#ifdef __linux__
-    // The child does not outlive the runner.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-      _exit(1);
-#endif
-    (void)parent;
-    // _exit: none of the parent's exit handlers or buffers run here.
-    _exit(runInChild(package, settings, timed, outputs, fds[1]));
-  }
-  close(fds[1]);
 
   ChildMonitor monitor(result);
   const auto limit = std::chrono::duration_cast<Clock::duration>(
@@ -226,51 +182,29 @@ ChildResult mlir::perfdojo::gpurun::superviseRun(const Package &package,
   auto deadline = Clock::now() + stepLimit;
   double deadlineSeconds = std::max(timeLimitSeconds, double(minStepSeconds));
   bool timedOut = false;
-  std::string pending;
-  char buffer[4096];
+  std::string line;
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - Clock::now())
-                    .count();
-    if (left <= 0) {
+    double left =
+        std::chrono::duration<double>(deadline - Clock::now()).count();
+    int read = left > 0 ? child->readLine(line, left) : -1;
+    if (read < 0) {
       timedOut = true;
       break;
     }
-    pollfd poller = {fds[0], POLLIN, 0};
-    int ready = poll(&poller, 1, int(std::min<long long>(left + 1, 1 << 30)));
-    if (ready < 0 && errno == EINTR)
-      continue;
-    if (ready == 0)
-      continue; // The deadline is checked above.
-    ssize_t n = read(fds[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
+    if (read == 0)
       break; // The child exited (or closed the pipe).
-    pending.append(buffer, size_t(n));
-    size_t newline;
-    bool progressed = false;
-    while ((newline = pending.find('\n')) != std::string::npos) {
-      monitor.handle(pending.substr(0, newline));
-      pending.erase(0, newline + 1);
-      progressed = true;
-    }
-    if (progressed) {
-      bool launch = monitor.isInLaunch();
-      deadline = Clock::now() + (monitor.isOver() ? exitLimit
-                                 : launch         ? limit
-                                                  : stepLimit);
-      deadlineSeconds =
-          launch ? timeLimitSeconds
-                 : std::max(timeLimitSeconds, double(minStepSeconds));
-    }
+    monitor.handle(line);
+    bool launch = monitor.isInLaunch();
+    deadline = Clock::now() + (monitor.isOver() ? exitLimit
+                               : launch         ? limit
+                                                : stepLimit);
+    deadlineSeconds = launch
+                          ? timeLimitSeconds
+                          : std::max(timeLimitSeconds, double(minStepSeconds));
   }
-  close(fds[0]);
   if (timedOut)
-    kill(child, SIGKILL);
-  int waitStatus = 0;
-  while (waitpid(child, &waitStatus, 0) < 0 && errno == EINTR)
-    continue;
+    child->kill();
+  const ChildStatus &status = child->wait();
 
   if (monitor.hasFailed())
     return result;
@@ -286,13 +220,12 @@ ChildResult mlir::perfdojo::gpurun::superviseRun(const Package &package,
     return result;
   }
   result.status = Status::Fault;
-  if (WIFSIGNALED(waitStatus))
-    result.reason = "killed by signal " + describeSignal(WTERMSIG(waitStatus)) +
-                    " during " + monitor.getStage();
-  else
+  if (status.kind == ChildStatus::Kind::Signalled)
     result.reason =
-        "the child process exited with status " +
-        std::to_string(WIFEXITED(waitStatus) ? WEXITSTATUS(waitStatus) : -1) +
-        " during " + monitor.getStage() + " without a report";
+        describeSignal(status.signal) + " during " + monitor.getStage();
+  else
+    result.reason = "the child process exited with status " +
+                    std::to_string(status.exitCode) + " during " +
+                    monitor.getStage() + " without a report";
   return result;
 }

@@ -1,7 +1,8 @@
 //===- Supervisor.h - Running a package in a child process ------*- C++ -*-===//
 //
-// The parent's side of a run: fork a child that runs the package
-// (Runner.h), follow its progress lines, kill it when a step takes longer
+// The parent's side of a run: start a child that runs the package
+// (Runner.h) with PerfDojo's child-process supervisor (ChildProcess.h, whose
+// plain C++ source this tool compiles in), follow its progress lines, kill it when a step takes longer
 // than the time limit, and turn whatever happened (a report, a signal, an
 // exit without a report) into a status and a reason. The GPU driver is only
 // ever initialized in children: CUDA does not survive fork, and a kernel
@@ -14,6 +15,7 @@
 
 #include "Driver.h"
 #include "Runner.h"
+#include "PerfDojo/Support/ChildProcess.h"
 
 #include <optional>
 #include <string>
@@ -55,25 +57,8 @@ struct ChildResult {
   std::optional<DeviceInfo> device;
 };
 
-/// Anonymous memory shared with children (MAP_SHARED), unmapped on
-/// destruction.
-class SharedMemory {
-public:
-  explicit SharedMemory(uint64_t bytes);
-  ~SharedMemory();
-  SharedMemory(const SharedMemory &) = delete;
-  SharedMemory &operator=(const SharedMemory &) = delete;
-  /// Null when the mapping failed.
-  char *getData() const { return data; }
-  uint64_t getSize() const { return size; }
-
-private:
-  char *data = nullptr;
-  uint64_t size = 0;
-};
-
 /// Runs `package` in a child process (see runInChild), which writes the
-/// outputs of its checked run to `outputs` (shared memory). A launch that
+/// outputs of its checked run to `outputs` (a SharedMemory). A launch that
 /// does not finish within `timeLimitSeconds` (another step: within that or
 /// a minute, whichever is longer) is abandoned: the child is killed and the
 /// status is Timeout, naming the launch and the run.

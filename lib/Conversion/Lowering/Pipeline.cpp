@@ -12,20 +12,18 @@
 
 using namespace mlir;
 
+namespace mlir {
+namespace perfdojo {
+#define GEN_PASS_DEF_APPROXIMATEMATHPASS
+#include "PerfDojo/Conversion/Lowering/Passes.h.inc"
+} // namespace perfdojo
+} // namespace mlir
+
 namespace {
 /// Replaces f32 exp, log and tanh by MLIR's polynomial approximations
 /// (a few ulp), which vectorize, instead of one libm call per lane.
 struct ApproximateMathPass
-    : public PassWrapper<ApproximateMathPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateMathPass)
-  StringRef getArgument() const override { return "pd-approximate-math"; }
-  StringRef getDescription() const override {
-    return "Polynomial approximations of f32 exp, log and tanh";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, math::MathDialect,
-                    vector::VectorDialect>();
-  }
+    : public perfdojo::impl::ApproximateMathPassBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
@@ -39,10 +37,6 @@ struct ApproximateMathPass
   }
 };
 } // namespace
-
-std::unique_ptr<Pass> mlir::perfdojo::createApproximateMathPass() {
-  return std::make_unique<ApproximateMathPass>();
-}
 
 void mlir::perfdojo::buildLowerToLLVMPipeline(
     OpPassManager &pm, const LowerToLLVMOptions &options) {
@@ -94,7 +88,6 @@ mlir::perfdojo::lowerKernelToLLVM(KernelOp kernel,
 
 void mlir::perfdojo::registerLoweringPasses() {
   registerPerfDojoLoweringPasses();
-  PassRegistration<ApproximateMathPass>();
   PassPipelineRegistration<LowerToLLVMOptions>(
       "pd-lower-to-llvm",
       "Lower perfdojo kernels to the LLVM dialect for the CPU (OpenMP for "

@@ -3,6 +3,7 @@
 #include "PerfDojo/Search/Evaluator.h"
 #include "ElementFormat.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "PerfDojo/Support/ChildProcess.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -18,11 +19,7 @@
 #include <algorithm>
 #include <functional>
 #include <chrono>
-#include <csignal>
 #include <cstring>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 extern "C" void omp_set_num_threads(int);
@@ -64,37 +61,6 @@ double EvaluationResult::maximum() const {
 }
 
 CompiledKernel::~CompiledKernel() = default;
-
-namespace {
-/// Anonymous memory, unmapped on destruction: shared with the child
-/// process, or private (copied on write into the child, and eligible for
-/// transparent huge pages, as the memory of a real program would be).
-class SharedMemory {
-public:
-  explicit SharedMemory(size_t bytes, bool shared = true)
-      : bytes(std::max<size_t>(bytes, 1)) {
-    void *p = mmap(nullptr, this->bytes, PROT_READ | PROT_WRITE,
-                   (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
-    data = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
-    if (data && !shared)
-      madvise(data, this->bytes, MADV_HUGEPAGE);
-  }
-  ~SharedMemory() {
-    if (data)
-      munmap(data, bytes);
-  }
-  SharedMemory(const SharedMemory &) = delete;
-  SharedMemory &operator=(const SharedMemory &) = delete;
-  char *data;
-  size_t bytes;
-};
-
-std::string describeSignal(int signal) {
-  const char *name = strsignal(signal);
-  return "killed by signal " + std::to_string(signal) + " (" +
-         (name ? name : "unknown") + ")";
-}
-} // namespace
 
 FailureOr<std::unique_ptr<ExecutionEngine>>
 mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
@@ -225,7 +191,7 @@ public:
           std::make_unique<SharedMemory>(count * width, /*shared=*/false));
       if (buffer.role == Role::out)
         outputBytes += count * width;
-      char *data = memory.back()->data;
+      char *data = memory.back()->getData();
       if (!data) {
         error = "cannot map " + std::to_string(count * width) +
                 " bytes for buffer '" + buffer.name + "'";
@@ -257,16 +223,16 @@ public:
     shared = std::make_unique<SharedMemory>(sizeof(ChildReport) +
                                             reps * sizeof(double) +
                                             outputBytes);
-    if (!shared->data) {
+    if (!shared->getData()) {
       error = "cannot map the result area";
       return;
     }
-    std::memset(shared->data, 0, sizeof(ChildReport));
+    std::memset(shared->getData(), 0, sizeof(ChildReport));
     // Memref descriptors: allocated and aligned pointers, offset, sizes,
     // strides.
     for (auto [buffer, mem] : llvm::zip(buffers, memory)) {
-      std::vector<int64_t> d{reinterpret_cast<int64_t>(mem->data),
-                             reinterpret_cast<int64_t>(mem->data), 0};
+      std::vector<int64_t> d{reinterpret_cast<int64_t>(mem->getData()),
+                             reinterpret_cast<int64_t>(mem->getData()), 0};
       d.insert(d.end(), buffer.shape.begin(), buffer.shape.end());
       std::vector<int64_t> strides(buffer.shape.size(), 1);
       for (int i = int(buffer.shape.size()) - 2; i >= 0; --i)
@@ -284,13 +250,13 @@ public:
   std::string error;
 
   ChildReport *report() const {
-    return reinterpret_cast<ChildReport *>(shared->data);
+    return reinterpret_cast<ChildReport *>(shared->getData());
   }
   double *times() const {
-    return reinterpret_cast<double *>(shared->data + sizeof(ChildReport));
+    return reinterpret_cast<double *>(shared->getData() + sizeof(ChildReport));
   }
   char *outputs() const {
-    return shared->data + sizeof(ChildReport) + reps * sizeof(double);
+    return shared->getData() + sizeof(ChildReport) + reps * sizeof(double);
   }
 
   /// In the child: the warm-up and timed runs of `entry`, then a copy of
@@ -322,8 +288,8 @@ public:
     size_t at = 0;
     for (auto [buffer, mem] : llvm::zip(buffers, memory))
       if (buffer.role == Role::out) {
-        std::memcpy(outputs() + at, mem->data, mem->bytes);
-        at += mem->bytes;
+        std::memcpy(outputs() + at, mem->getData(), mem->getSize());
+        at += mem->getSize();
       }
     r->phase = ChildReport::Done;
     _exit(0);
@@ -331,7 +297,7 @@ public:
 
   /// In the parent: waits for `child` within the time limit (killing it
   /// past the limit) and fills `result` from its report.
-  void collect(pid_t child, const EvaluationOptions &options,
+  void collect(ChildProcess &child, const EvaluationOptions &options,
                EvaluationResult &result) const;
 
 private:
@@ -344,93 +310,73 @@ private:
   std::vector<void *> pointers, arguments;
 };
 
-/// In a child process: die quietly on a fault. The parent reports the
-/// signal; the handlers inherited from the tool would print a stack trace
-/// of the JIT code or the compiler.
-void restoreDefaultSignals() {
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) {
-    struct sigaction action = {};
-    action.sa_handler = SIG_DFL;
-    sigaction(sig, &action, nullptr);
-  }
-}
-
-/// Forks the child of a run whose memory is `area`: returns 0 in the child
-/// (with the default signal handlers), its pid in the parent, and -1 with
-/// `result` failed if the area or the child could not be set up.
-pid_t startChild(const RunArea &area, EvaluationResult &result) {
+/// Starts the child of a run whose memory is `area`, running `body`
+/// (which ends the process), with the default signal handlers: the parent
+/// reports a crash's signal, and the tool's handlers would print a stack
+/// trace of the JIT code or the compiler. Returns null with `result` failed
+/// if the area or the child could not be set up.
+std::unique_ptr<ChildProcess> startChild(const RunArea &area,
+                                         const std::function<void()> &body,
+                                         EvaluationResult &result) {
   auto fail = [&](std::string reason) {
     result.status = EvaluationStatus::Crash;
     result.reason = std::move(reason);
-    return -1;
+    return nullptr;
   };
   if (!area.error.empty())
     return fail(area.error);
-  std::fflush(nullptr);
-  pid_t child = fork();
-  if (child < 0)
-    return fail(std::string("cannot start a child process: ") +
-                std::strerror(errno));
-  if (child == 0)
-    restoreDefaultSignals();
+  ChildOptions options;
+  options.defaultCrashSignals = true;
+  std::string error;
+  std::unique_ptr<ChildProcess> child = ChildProcess::start(
+      [&](ChildChannel &) {
+        body();
+        return 0;
+      },
+      options, error);
+  if (!child)
+    return fail(error);
   return child;
 }
 } // namespace
 
-void RunArea::collect(pid_t child, const EvaluationOptions &options,
+void RunArea::collect(ChildProcess &child, const EvaluationOptions &options,
                       EvaluationResult &result) const {
   auto fail = [&](EvaluationStatus status, std::string reason) {
     result.status = status;
     result.reason = std::move(reason);
   };
-  auto start = std::chrono::steady_clock::now();
-  int status = 0;
   const ChildReport *r = report();
-  while (true) {
-    pid_t w = waitpid(child, &status, WNOHANG);
-    if (w == child)
-      break;
-    if (w < 0 && errno != EINTR)
-      return fail(EvaluationStatus::Crash,
-                  std::string("lost the child process: ") +
-                      std::strerror(errno));
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    if (elapsed > options.timeLimit) {
-      bool compiling = r->phase == ChildReport::Compiling;
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-      char limit[32];
-      std::snprintf(limit, sizeof(limit), "%g", options.timeLimit);
-      return fail(EvaluationStatus::Timeout,
-                  std::string(compiling ? "the compilation was still "
-                                          "running after the limit of "
-                                        : "still running after the limit of ") +
-                      limit + " s; killed");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(
-        elapsed < 0.01 ? 50 : elapsed < 1 ? 1000 : 10000));
+  const ChildStatus &status = child.waitFor(options.timeLimit);
+  if (status.kind == ChildStatus::Kind::Lost)
+    return fail(EvaluationStatus::Crash,
+                "lost the child process: " + status.error);
+  if (status.kind == ChildStatus::Kind::TimedOut) {
+    bool compiling = r->phase == ChildReport::Compiling;
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", options.timeLimit);
+    return fail(EvaluationStatus::Timeout,
+                std::string(compiling ? "the compilation was still "
+                                        "running after the limit of "
+                                      : "still running after the limit of ") +
+                    limit + " s; killed");
   }
   // Only a child that compiled (evaluate()) reports a compile time; for
   // CompiledKernel::run, compile() has set it already.
   if (r->compileSeconds > 0)
     result.compileSeconds = r->compileSeconds;
-  if (WIFSIGNALED(status))
+  if (status.kind == ChildStatus::Kind::Signalled)
     return fail(EvaluationStatus::Crash,
-                describeSignal(WTERMSIG(status)) +
+                describeSignal(status.signal) +
                     (r->phase == ChildReport::Compiling
                          ? " while compiling the kernel"
                          : ""));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-      r->phase == ChildReport::CompileFailed)
+  if (status.succeeded() && r->phase == ChildReport::CompileFailed)
     return fail(EvaluationStatus::CompileError,
                 std::string(r->reason, strnlen(r->reason, sizeof(r->reason))));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      r->phase != ChildReport::Done)
-    return fail(EvaluationStatus::Crash,
-                "the child exited with status " +
-                    std::to_string(WEXITSTATUS(status)));
+  if (!status.succeeded() || r->phase != ChildReport::Done)
+    return fail(EvaluationStatus::Crash, "the child exited with status " +
+                                             std::to_string(status.exitCode));
   const double *times = this->times();
   result.times.assign(times, times + r->measured);
   result.outputs.clear();
@@ -447,12 +393,10 @@ void RunArea::collect(pid_t child, const EvaluationOptions &options,
 void CompiledKernel::run(const EvaluationOptions &options,
                          EvaluationResult &result) const {
   RunArea area(buffers, options);
-  pid_t child = startChild(area, result);
-  if (child < 0)
-    return;
-  if (child == 0)
-    area.runAndExit(entry, options);
-  area.collect(child, options, result);
+  std::unique_ptr<ChildProcess> child = startChild(
+      area, [&] { area.runAndExit(entry, options); }, result);
+  if (child)
+    area.collect(*child, options, result);
 }
 
 void mlir::perfdojo::compareWithReference(const Interpreter &reference,
@@ -633,10 +577,8 @@ EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
   SmallVector<CompiledKernel::Buffer> parameters =
       CompiledKernel::getParameters(kernel);
   RunArea area(parameters, options);
-  pid_t child = startChild(area, result);
-  if (child < 0)
-    return result;
-  if (child == 0) {
+  // In the child: compile, then run.
+  auto compileAndRun = [&] {
     ChildReport *report = area.report();
     report->phase = ChildReport::Compiling;
     auto compileFailed = [&](StringRef reason) {
@@ -665,8 +607,11 @@ EvaluationResult mlir::perfdojo::evaluate(KernelOp kernel,
       compileFailed(compiledResult.reason);
     report->compileSeconds = compiledResult.compileSeconds;
     area.runAndExit((*compiled)->getEntry(), options);
-  }
-  area.collect(child, options, result);
+  };
+  std::unique_ptr<ChildProcess> child = startChild(area, compileAndRun, result);
+  if (!child)
+    return result;
+  area.collect(*child, options, result);
   if (result.ok() && reference)
     compareWithReference(*reference, tolerance, result);
   else if (result.ok())

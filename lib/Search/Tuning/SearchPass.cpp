@@ -15,55 +15,20 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/Format.h"
-#include <thread>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
 
+namespace mlir {
+namespace perfdojo {
+#define GEN_PASS_DEF_SEARCHPASS
+#include "PerfDojo/Search/SearchPass.h.inc"
+} // namespace perfdojo
+} // namespace mlir
+
 namespace {
-struct SearchPass : public PassWrapper<SearchPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SearchPass)
-  SearchPass() = default;
-  SearchPass(const SearchPass &other) : PassWrapper(other) {}
-
-  StringRef getArgument() const override { return "pd-search"; }
-  StringRef getDescription() const override {
-    return "Search for the fastest program computing each kernel (as "
-           "pd-tune) and put it in the kernel's place";
-  }
-
-  Option<std::string> strategy{
-      *this, "strategy",
-      llvm::cl::desc("naive, greedy, expert, random or anneal"),
-      llvm::cl::init("anneal")};
-  Option<std::string> graph{*this, "graph",
-                            llvm::cl::desc("edges or sequences"),
-                            llvm::cl::init("edges")};
-  Option<std::string> startFrom{
-      *this, "start-from",
-      llvm::cl::desc("heuristic random and anneal start from"),
-      llvm::cl::init("expert")};
-  Option<unsigned> budget{*this, "budget",
-                          llvm::cl::desc("candidates to evaluate"),
-                          llvm::cl::init(100)};
-  Option<double> timeBudget{*this, "time-budget",
-                            llvm::cl::desc("seconds (0: no limit)"),
-                            llvm::cl::init(0)};
-  Option<unsigned> threads{
-      *this, "threads", llvm::cl::desc("threads of parallel scopes"),
-      llvm::cl::init(std::max(1u, std::thread::hardware_concurrency()))};
-  Option<unsigned> repetitions{*this, "repetitions",
-                               llvm::cl::desc("timed runs per candidate"),
-                               llvm::cl::init(3)};
-  Option<double> tolerance{
-      *this, "tolerance",
-      llvm::cl::desc("accepted difference from the kernel's outputs"),
-      llvm::cl::init(2e-3)};
-  Option<uint64_t> seed{*this, "seed", llvm::cl::desc("seed of the search"),
-                        llvm::cl::init(1)};
-  Option<std::string> db{*this, "db",
-                         llvm::cl::desc("tuning database (none if empty)"),
-                         llvm::cl::init("")};
+struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
+  using SearchPassBase::SearchPassBase;
 
   void runOnOperation() override {
     std::optional<Strategy> chosen = parseStrategy(strategy);
@@ -143,7 +108,3 @@ struct SearchPass : public PassWrapper<SearchPass, OperationPass<ModuleOp>> {
   }
 };
 } // namespace
-
-void mlir::perfdojo::registerSearchPass() {
-  PassRegistration<SearchPass>();
-}

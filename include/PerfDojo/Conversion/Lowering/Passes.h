@@ -30,10 +30,6 @@ class KernelOp;
 #define GEN_PASS_REGISTRATION
 #include "PerfDojo/Conversion/Lowering/Passes.h.inc"
 
-/// `pd-approximate-math`: f32 exp, log and tanh as MLIR's polynomial
-/// approximations (a few ulp; they vectorize and need no math library).
-std::unique_ptr<Pass> createApproximateMathPass();
-
 /// Adds the passes from perfdojo kernels to the LLVM dialect (CPU, OpenMP
 /// for parallel scopes) to `pm`.
 /// Options of the `pd-lower-to-llvm` pipeline.

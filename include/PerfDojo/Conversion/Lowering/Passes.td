@@ -74,4 +74,25 @@ def FenceStreamingStores
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ApproximateMathPass : Pass<"pd-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Polynomial approximations of f32 exp, log and tanh";
+  let description = [{
+    Replaces `math.exp`, `math.log` and `math.tanh` by MLIR's polynomial
+    approximations (a few ulp), which vectorize and need no math library,
+    instead of one libm call per lane. `pd-lower-to-llvm` and the GPU
+    lowering run it after `convert-perfdojo-to-standard`. Other math
+    operations are left to `convert-math-to-llvm` and `convert-math-to-libm`.
+
+    ```mlir
+    %e = math.exp %x : vector<8xf32>
+    // becomes arith operations on vector<8xf32> (a range reduction, a
+    // polynomial, a scale by a power of two): no call
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // PERFDOJO_CONVERSION_LOWERING_PASSES_TD

@@ -1,10 +1,12 @@
-//===- Walk.h - pd-walk's walks, checks, replays, reductions -----*- C++ -*-===//
+//===- Walk.h - pd-walk's walks, checks, replays, reductions -----*- C++
+//-*-===//
 //
-// The parts of pd-walk below its driver: the kernels under test
+// The parts of pd-walk below its scheduler: the kernels under test
 // ("subjects"), the soundness check of a transformed kernel, one random walk,
 // the replay of a move sequence, and the reduction of a failure to a short
-// sequence on a small kernel, saved as a lit test. pd-walk.cpp schedules the
-// walks (in forked children) and reports.
+// sequence on a small kernel, saved as a lit test. A Walker does these with
+// one WalkConfig; PdWalk.h schedules the walks (in forked children) and
+// reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "PerfDojo/Transforms/Move.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/PatternMatch.h"
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +28,7 @@ namespace mlir {
 namespace perfdojo {
 class ChildChannel;
 class ChildProcess;
+struct ChildOptions;
 namespace walk {
 
 /// How a walk picks its next move.
@@ -64,7 +68,6 @@ struct WalkConfig {
   /// The random kernels' generator options other than their size.
   RandomKernelOptions generator;
 };
-extern WalkConfig config;
 
 /// Where a random kernel comes from.
 struct RandomOrigin {
@@ -82,22 +85,10 @@ struct Subject {
   std::optional<RandomOrigin> random;
   /// Walks to run on it.
   unsigned walks = 0;
-
-  /// `file`, or how to regenerate the random kernel (pd-walk options).
-  std::string describe() const;
 };
 
 /// The name of the random kernel of (seed, size).
 std::string getRandomKernelName(const RandomOrigin &origin);
-/// Generates the random kernel of `origin` into a subject; on failure
-/// (a generator bug) returns null and sets `error`.
-OwningOpRef<ModuleOp> makeRandomSubject(MLIRContext *context,
-                                        const RandomOrigin &origin,
-                                        Subject &subject, std::string &error);
-/// Interprets `kernel` on the inputs of config.inputSeed; fills `outputs`
-/// with its `out` buffers, or fails with the diagnostics in `error`.
-LogicalResult interpret(KernelOp kernel, std::vector<BufferData> &outputs,
-                        std::string &error);
 KernelOp findKernel(ModuleOp module, StringRef name);
 
 /// What went wrong. Numbered for the reports between processes.
@@ -126,13 +117,6 @@ enum class FailureKind {
 };
 StringRef stringifyFailureKind(FailureKind kind);
 
-/// Where a walk or a replay stands, for crash reports: the stage ("applying
-/// the last move", ...), the moves begun and applied. In a child these are
-/// also sent to the parent, which reports the crash.
-void setStage(const char *stage);
-void setChannel(ChildChannel *channel);
-const char *getStage();
-
 /// One walk as it ended.
 struct WalkRecord {
   unsigned subject = 0, walk = 0;
@@ -154,17 +138,6 @@ struct WalkRecord {
   static WalkRecord decode(StringRef line);
 };
 
-/// The seed of walk `walk` of the kernel named `kernel` (from config.seed):
-/// independent of the other kernels and of the other walks, so any walk can
-/// be replayed alone.
-uint64_t getWalkSeed(StringRef kernel, uint64_t walk);
-
-/// Runs walk `walk` of `subject` (index `index` of the run). `applied`
-/// counts the moves applied so far in the run (for PickMode::Rare) and is
-/// updated.
-WalkRecord runWalk(const Subject &subject, unsigned index, unsigned walk,
-                   std::map<std::string, uint64_t> &applied);
-
 /// The outcome of replaying a move sequence.
 struct ReplayResult {
   FailureKind kind = FailureKind::None;
@@ -177,23 +150,6 @@ struct ReplayResult {
   /// The transformed kernel in text form, when it failed a check.
   std::string transformed;
 };
-
-/// Replays `moves` on a fresh copy of the subject, checking the result (and
-/// each intermediate kernel with --check-every-step) and listing the legal
-/// moves of the final kernel; with `jit`, also compiling it. A move that is
-/// illegal where it comes is skipped when `lenient`, else the replay stops
-/// there.
-ReplayResult replayMoves(const Subject &subject, ArrayRef<std::string> moves,
-                         bool lenient, bool jit);
-/// The same in a forked child when config.isolate (a crash or a hang is
-/// then a result, not the end of the tool).
-ReplayResult replayIsolated(const Subject &subject,
-                            ArrayRef<std::string> moves, bool lenient,
-                            bool jit);
-
-/// What a crashed child wrote to stderr before LLVM's stack dump (the
-/// assertion or error message).
-std::string getCrashExcerpt(const ChildProcess &child);
 
 /// A failure reduced: the (possibly smaller) kernel and the moves.
 struct ReducedFailure {
@@ -210,21 +166,102 @@ struct ReducedFailure {
   unsigned replays = 0;
 };
 
-/// Reduces `moves` on `subject`, failing with `kind`, to a 1-minimal
-/// sequence (ddmin), and for a random kernel also to the smallest generator
-/// size that still fails the same way.
-ReducedFailure reduceFailure(const Subject &subject,
-                             ArrayRef<std::string> moves, FailureKind kind);
+/// How pd-walk starts its children: their stderr captured (for
+/// getCrashExcerpt), their crash reports without symbols (symbolizing would
+/// start a process per crash), llvm::outs() and errs() flushed around the
+/// fork.
+ChildOptions getWalkChildOptions();
 
-/// Writes the reduced failure as a lit test into `dir`; returns its path,
-/// or fails with `error`.
-FailureOr<std::string> saveRegressionTest(StringRef dir,
-                                          const ReducedFailure &reduction,
-                                          StringRef origin,
-                                          std::string &error);
+/// What went wrong in a child: what it wrote to stderr before LLVM's stack
+/// dump (the assertion or error message).
+std::string getCrashExcerpt(const ChildProcess &child);
 
-/// The check options of a replay command line (" --input-seed=1 ...").
-std::string getCheckOptions(bool jit);
+/// Runs walks, checks, replays and reductions with one configuration. While
+/// it works it knows its stage ("applying the last move", ...) and, with a
+/// channel, sends it and the moves begun and applied to the parent process,
+/// which reports a crash or a hang with them. `config` must outlive it.
+class Walker {
+public:
+  explicit Walker(const WalkConfig &config) : config(config) {}
+  const WalkConfig &getConfig() const { return config; }
+
+  /// Sends progress notes over `channel` (in a child), or nowhere (null).
+  void setChannel(ChildChannel *channel) { this->channel = channel; }
+  /// The stage of the walk or replay under way, for crash reports.
+  const char *getStage() const { return stage; }
+
+  /// `subject.file`, or how to regenerate the random kernel (pd-walk
+  /// options).
+  std::string describe(const Subject &subject) const;
+  /// Generates the random kernel of `origin` into a subject; on failure
+  /// (a generator bug) returns null and sets `error`.
+  OwningOpRef<ModuleOp> makeRandomSubject(MLIRContext *context,
+                                          const RandomOrigin &origin,
+                                          Subject &subject,
+                                          std::string &error) const;
+  /// Interprets `kernel` on the inputs of config.inputSeed; fills `outputs`
+  /// with its `out` buffers, or fails with the diagnostics in `error`.
+  LogicalResult interpret(KernelOp kernel, std::vector<BufferData> &outputs,
+                          std::string &error) const;
+
+  /// The seed of walk `walk` of the kernel named `kernel` (from
+  /// config.seed): independent of the other kernels and of the other walks,
+  /// so any walk can be replayed alone.
+  uint64_t getWalkSeed(StringRef kernel, uint64_t walk) const;
+
+  /// Runs walk `walk` of `subject` (index `index` of the run). `applied`
+  /// counts the moves applied so far in the run (for PickMode::Rare) and is
+  /// updated.
+  WalkRecord runWalk(const Subject &subject, unsigned index, unsigned walk,
+                     std::map<std::string, uint64_t> &applied);
+
+  /// Replays `moves` on a fresh copy of the subject, checking the result
+  /// (and each intermediate kernel with --check-every-step) and listing the
+  /// legal moves of the final kernel; with `jit`, also compiling it. A move
+  /// that is illegal where it comes is skipped when `lenient`, else the
+  /// replay stops there.
+  ReplayResult replayMoves(const Subject &subject, ArrayRef<std::string> moves,
+                           bool lenient, bool jit);
+  /// The same in a forked child when config.isolate (a crash or a hang is
+  /// then a result, not the end of the tool).
+  ReplayResult replayIsolated(const Subject &subject,
+                              ArrayRef<std::string> moves, bool lenient,
+                              bool jit);
+
+  /// Reduces `moves` on `subject`, failing with `kind`, to a 1-minimal
+  /// sequence (ddmin), and for a random kernel also to the smallest
+  /// generator size that still fails the same way.
+  ReducedFailure reduceFailure(const Subject &subject,
+                               ArrayRef<std::string> moves, FailureKind kind);
+
+  /// Writes the reduced failure as a lit test into `dir`; returns its path,
+  /// or fails with `error`.
+  FailureOr<std::string> saveRegressionTest(StringRef dir,
+                                            const ReducedFailure &reduction,
+                                            StringRef origin,
+                                            std::string &error) const;
+
+  /// The check options of a replay command line (" --input-seed=1 ...").
+  std::string getCheckOptions(bool jit) const;
+
+private:
+  void setStage(const char *stage);
+  /// A move is about to be applied (`what`: its text, or its position in a
+  /// replay).
+  void noteMove(StringRef what);
+  /// The move noted last was applied.
+  void noteApplied();
+  FailureKind checkKernel(const Subject &subject, KernelOp kernel, bool jit,
+                          std::string &message, bool *compiled = nullptr,
+                          bool *skipped = nullptr);
+  FailureKind applyText(IRRewriter &rewriter, KernelOp kernel,
+                        const std::string &text, std::optional<bool> listed,
+                        bool &illegal, std::string &message);
+
+  const WalkConfig &config;
+  ChildChannel *channel = nullptr;
+  const char *stage = "";
+};
 
 std::string joinMoves(ArrayRef<std::string> moves);
 

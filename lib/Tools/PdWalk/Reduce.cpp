@@ -18,9 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Walk.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Support/DeltaDebugging.h"
+#include "PerfDojo/Tools/PdWalk/Walk.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -39,8 +39,9 @@ static SmallVector<std::string> select(ArrayRef<std::string> moves,
   return out;
 }
 
-ReducedFailure walk::reduceFailure(const Subject &subject,
-                              ArrayRef<std::string> moves, FailureKind kind) {
+ReducedFailure Walker::reduceFailure(const Subject &subject,
+                                     ArrayRef<std::string> moves,
+                                     FailureKind kind) {
   ReducedFailure red;
   red.kind = kind;
   red.subject = subject;
@@ -48,8 +49,9 @@ ReducedFailure walk::reduceFailure(const Subject &subject,
   bool jit = kind == FailureKind::Jit;
   // Replays `seq` on `s`; the positions of the moves it applied when it
   // fails the same way, else nullopt.
-  auto fails = [&](const Subject &s, ArrayRef<std::string> seq)
-      -> std::optional<SmallVector<size_t>> {
+  auto fails =
+      [&](const Subject &s,
+          ArrayRef<std::string> seq) -> std::optional<SmallVector<size_t>> {
     ++red.replays;
     ReplayResult r = replayIsolated(s, seq, /*lenient=*/true, jit);
     if (r.kind != kind)
@@ -110,7 +112,7 @@ ReducedFailure walk::reduceFailure(const Subject &subject,
   return red;
 }
 
-std::string walk::getCheckOptions(bool jit) {
+std::string Walker::getCheckOptions(bool jit) const {
   std::string text = " --input-seed=" + std::to_string(config.inputSeed);
   if (config.checkEveryStep)
     text += " --check-every-step";
@@ -125,10 +127,9 @@ std::string walk::getCheckOptions(bool jit) {
   return text;
 }
 
-FailureOr<std::string> walk::saveRegressionTest(StringRef dir,
-                                                const ReducedFailure &reduction,
-                                                StringRef origin,
-                                                std::string &error) {
+FailureOr<std::string>
+Walker::saveRegressionTest(StringRef dir, const ReducedFailure &reduction,
+                           StringRef origin, std::string &error) const {
   const Subject &subject = reduction.subject;
   KernelOp kernel = findKernel(subject.module, subject.name);
   std::string kernelText, diags;
@@ -172,17 +173,16 @@ FailureOr<std::string> walk::saveRegressionTest(StringRef dir,
      << "# reduced to " << n << (n == 1 ? " move" : " moves");
   if (subject.random)
     os << " on the random kernel of seed " << subject.random->seed
-       << " and size " << subject.random->size << " ("
-       << subject.describe() << ")";
+       << " and size " << subject.random->size << " (" << describe(subject)
+       << ")";
   os << ". Before the fix, the replay failed with:\n";
   SmallVector<StringRef> lines;
   StringRef(reduction.message).split(lines, '\n', -1, /*KeepEmpty=*/false);
   for (StringRef line : ArrayRef<StringRef>(lines).take_front(12))
     os << "#   " << line.take_front(200) << "\n";
-  os << "# RUN: pd-walk %s --skip-illegal" << getCheckOptions(
-                                                  reduction.kind ==
-                                                  FailureKind::Jit)
-     << " --replay=\"" << moves << "\" | FileCheck %s\n"
+  os << "# RUN: pd-walk %s --skip-illegal"
+     << getCheckOptions(reduction.kind == FailureKind::Jit) << " --replay=\""
+     << moves << "\" | FileCheck %s\n"
      << "# CHECK: replay of " << n << (n == 1 ? " move" : " moves") << " on "
      << subject.name << ": ok\n"
      << kernelText;

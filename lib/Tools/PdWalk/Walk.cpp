@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Walk.h"
+#include "PerfDojo/Tools/PdWalk/Walk.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Search/Evaluator.h"
 #include "PerfDojo/Search/VariantCheck.h"
@@ -22,8 +22,6 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 using namespace mlir::perfdojo::walk;
-
-WalkConfig walk::config;
 
 //===----------------------------------------------------------------------===//
 // Subjects
@@ -50,9 +48,10 @@ private:
 };
 } // namespace
 
-std::string Subject::describe() const {
+std::string Walker::describe(const Subject &subject) const {
+  const std::optional<RandomOrigin> &random = subject.random;
   if (!random)
-    return file;
+    return subject.file;
   std::string text =
       "--random-kernels=1 --random-seed=" + std::to_string(random->seed) +
       " --random-size=" + std::to_string(random->size) +
@@ -68,10 +67,10 @@ std::string walk::getRandomKernelName(const RandomOrigin &origin) {
          std::to_string(origin.size);
 }
 
-OwningOpRef<ModuleOp> walk::makeRandomSubject(MLIRContext *context,
-                                              const RandomOrigin &origin,
-                                              Subject &subject,
-                                              std::string &error) {
+OwningOpRef<ModuleOp> Walker::makeRandomSubject(MLIRContext *context,
+                                                const RandomOrigin &origin,
+                                                Subject &subject,
+                                                std::string &error) const {
   RandomKernelOptions options = config.generator;
   options.size = origin.size;
   subject.name = getRandomKernelName(origin);
@@ -83,8 +82,8 @@ OwningOpRef<ModuleOp> walk::makeRandomSubject(MLIRContext *context,
   }
   if (!module) {
     error = "the random kernel " + subject.name + " does not verify:\n" +
-            error + generateRandomKernelText(origin.seed, options,
-                                             subject.name);
+            error +
+            generateRandomKernelText(origin.seed, options, subject.name);
     return nullptr;
   }
   subject.module = *module;
@@ -96,9 +95,9 @@ OwningOpRef<ModuleOp> walk::makeRandomSubject(MLIRContext *context,
   return module;
 }
 
-LogicalResult walk::interpret(KernelOp kernel,
-                              std::vector<BufferData> &outputs,
-                              std::string &error) {
+LogicalResult Walker::interpret(KernelOp kernel,
+                                std::vector<BufferData> &outputs,
+                                std::string &error) const {
   DiagnosticCollector collect(kernel.getContext(), error);
   FailureOr<std::unique_ptr<Interpreter>> interp =
       Interpreter::create(kernel, Interpreter::mebibytes(config.maxMiB));
@@ -153,29 +152,20 @@ StringRef walk::stringifyFailureKind(FailureKind kind) {
 // Progress notes
 //===----------------------------------------------------------------------===//
 
-static const char *currentStage = "";
-static ChildChannel *channel = nullptr;
-
-void walk::setChannel(ChildChannel *c) { channel = c; }
-const char *walk::getStage() { return currentStage; }
-
-void walk::setStage(const char *stage) {
-  if (stage == currentStage)
+void Walker::setStage(const char *newStage) {
+  if (newStage == stage)
     return;
-  currentStage = stage;
+  stage = newStage;
   if (channel)
     channel->send(std::string("C ") + stage);
 }
 
-/// A move is about to be applied (`what`: its text, or its position in a
-/// replay).
-static void noteMove(StringRef what) {
+void Walker::noteMove(StringRef what) {
   if (channel)
     channel->send("M " + what.str());
 }
 
-/// The move noted last was applied.
-static void noteApplied() {
+void Walker::noteApplied() {
   if (channel)
     channel->send("A");
 }
@@ -198,10 +188,9 @@ static std::string exportKernel(KernelOp kernel) {
 /// Verifies, interprets and compares `kernel` with the reference; with
 /// `jit`, also compiles it and compares its outputs (`compiled` and
 /// `skipped` count the kernels compiled and those with GPU mappings).
-static FailureKind checkKernel(const Subject &subject, KernelOp kernel,
-                               bool jit, std::string &message,
-                               bool *compiled = nullptr,
-                               bool *skipped = nullptr) {
+FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
+                                bool jit, std::string &message, bool *compiled,
+                                bool *skipped) {
   setStage("verifying the kernel");
   {
     std::string diags;
@@ -219,8 +208,8 @@ static FailureKind checkKernel(const Subject &subject, KernelOp kernel,
     return FailureKind::InterpreterError;
   }
   setStage("comparing outputs");
-  message = compareInterpretedOutputs(subject.reference, outputs,
-                                      config.tolerance);
+  message =
+      compareInterpretedOutputs(subject.reference, outputs, config.tolerance);
   if (!message.empty())
     return FailureKind::Mismatch;
   if (config.checkRaces) {
@@ -260,10 +249,10 @@ static FailureKind checkKernel(const Subject &subject, KernelOp kernel,
 /// the catalogue when enumerateMoves lists the move (`listed`, or asked here
 /// when unset); otherwise the move is illegal here (`illegal` is set), the
 /// sequence's fault.
-static FailureKind applyText(IRRewriter &rewriter, KernelOp kernel,
-                             const std::string &text,
-                             std::optional<bool> listed, bool &illegal,
-                             std::string &message) {
+FailureKind Walker::applyText(IRRewriter &rewriter, KernelOp kernel,
+                              const std::string &text,
+                              std::optional<bool> listed, bool &illegal,
+                              std::string &message) {
   illegal = false;
   std::string error;
   FailureOr<MoveInstance> move = parseMove(text, error);
@@ -279,8 +268,7 @@ static FailureKind applyText(IRRewriter &rewriter, KernelOp kernel,
   setStage("applying the last move");
   if (!config.crashOn.empty() && move->move->getName() == config.crashOn &&
       succeeded(checkMove(kernel, *move, error))) {
-    llvm::errs() << "pd-walk: --debug-crash-on: aborting on '" << text
-                 << "'\n";
+    llvm::errs() << "pd-walk: --debug-crash-on: aborting on '" << text << "'\n";
     llvm::errs().flush();
     std::abort();
   }
@@ -304,7 +292,7 @@ static FailureKind applyText(IRRewriter &rewriter, KernelOp kernel,
 // Walks
 //===----------------------------------------------------------------------===//
 
-uint64_t walk::getWalkSeed(StringRef kernel, uint64_t walk) {
+uint64_t Walker::getWalkSeed(StringRef kernel, uint64_t walk) const {
   uint64_t h = 0xcbf29ce484222325ULL; // FNV-1a of the name.
   for (char c : kernel)
     h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
@@ -383,8 +371,8 @@ compareListings(ArrayRef<MoveInstance> reused, ArrayRef<MoveInstance> fresh) {
   return std::nullopt;
 }
 
-WalkRecord walk::runWalk(const Subject &subject, unsigned index, unsigned w,
-                         std::map<std::string, uint64_t> &applied) {
+WalkRecord Walker::runWalk(const Subject &subject, unsigned index, unsigned w,
+                           std::map<std::string, uint64_t> &applied) {
   auto start = std::chrono::steady_clock::now();
   WalkRecord record;
   record.subject = index;
@@ -393,12 +381,12 @@ WalkRecord walk::runWalk(const Subject &subject, unsigned index, unsigned w,
   std::mt19937_64 rng(record.walkSeed);
   unsigned length = config.steps;
   if (config.minSteps < config.steps)
-    length = config.minSteps +
-             pickUniform(rng, config.steps - config.minSteps + 1);
+    length =
+        config.minSteps + pickUniform(rng, config.steps - config.minSteps + 1);
   // Walks that get compiled with --jit-every stay off GPU moves.
-  bool jit = config.jitEvery == 1 ||
-             (config.jitEvery > 1 &&
-              mixSeed(record.walkSeed) % config.jitEvery == 0);
+  bool jit =
+      config.jitEvery == 1 ||
+      (config.jitEvery > 1 && mixSeed(record.walkSeed) % config.jitEvery == 0);
   bool cpuOnly = config.cpuOnly || (jit && config.jitEvery > 1);
   PickMode mode = config.pick;
   if (mode == PickMode::Mixed)
@@ -463,14 +451,19 @@ std::string WalkRecord::encode() const {
   std::string offers;
   for (auto &[name, count] : offered)
     offers += (offers.empty() ? "" : ",") + name + "=" + std::to_string(count);
-  SmallVector<std::string> fields = {
-      std::to_string(subject),     std::to_string(walk),
-      std::to_string(walkSeed),    std::to_string(steps),
-      std::to_string(deadEnd),     std::to_string(int(kind)),
-      std::to_string(jitCompiled), std::to_string(jitSkipped),
-      std::to_string(seconds),     joinMoves(moves),
-      offers,                      message,
-      transformed};
+  SmallVector<std::string> fields = {std::to_string(subject),
+                                     std::to_string(walk),
+                                     std::to_string(walkSeed),
+                                     std::to_string(steps),
+                                     std::to_string(deadEnd),
+                                     std::to_string(int(kind)),
+                                     std::to_string(jitCompiled),
+                                     std::to_string(jitSkipped),
+                                     std::to_string(seconds),
+                                     joinMoves(moves),
+                                     offers,
+                                     message,
+                                     transformed};
   std::string line;
   for (const std::string &f : fields)
     line += (line.empty() ? "" : "\t") + escapeField(f);
@@ -522,6 +515,17 @@ std::string walk::joinMoves(ArrayRef<std::string> moves) {
 // Replays
 //===----------------------------------------------------------------------===//
 
+ChildOptions walk::getWalkChildOptions() {
+  ChildOptions options;
+  options.captureStderr = true;
+  options.environment = {{"LLVM_DISABLE_SYMBOLIZATION", "1"}};
+  options.flush = [] {
+    llvm::outs().flush();
+    llvm::errs().flush();
+  };
+  return options;
+}
+
 std::string walk::getCrashExcerpt(const ChildProcess &child) {
   std::string err = child.getStderr(8192);
   SmallVector<StringRef> lines;
@@ -537,9 +541,9 @@ std::string walk::getCrashExcerpt(const ChildProcess &child) {
   return kept;
 }
 
-ReplayResult walk::replayMoves(const Subject &subject,
-                               ArrayRef<std::string> moves, bool lenient,
-                               bool jit) {
+ReplayResult Walker::replayMoves(const Subject &subject,
+                                 ArrayRef<std::string> moves, bool lenient,
+                                 bool jit) {
   ReplayResult result;
   OwningOpRef<ModuleOp> copy = cast<ModuleOp>(subject.module->clone());
   KernelOp kernel = findKernel(*copy, subject.name);
@@ -553,8 +557,8 @@ ReplayResult walk::replayMoves(const Subject &subject,
   for (auto [i, text] : llvm::enumerate(moves)) {
     noteMove(std::to_string(i));
     bool illegal;
-    FailureKind kind = applyText(rewriter, kernel, text, std::nullopt,
-                                 illegal, result.message);
+    FailureKind kind = applyText(rewriter, kernel, text, std::nullopt, illegal,
+                                 result.message);
     if (illegal) {
       if (lenient)
         continue;
@@ -583,9 +587,9 @@ ReplayResult walk::replayMoves(const Subject &subject,
   return result;
 }
 
-ReplayResult walk::replayIsolated(const Subject &subject,
-                                  ArrayRef<std::string> moves, bool lenient,
-                                  bool jit) {
+ReplayResult Walker::replayIsolated(const Subject &subject,
+                                    ArrayRef<std::string> moves, bool lenient,
+                                    bool jit) {
   if (!config.isolate)
     return replayMoves(subject, moves, lenient, jit);
   std::string error;
@@ -602,7 +606,7 @@ ReplayResult walk::replayIsolated(const Subject &subject,
                escapeField(r.transformed));
         return 0;
       },
-      error);
+      getWalkChildOptions(), error);
   ReplayResult result;
   if (!child) {
     result.kind = FailureKind::Crash;
@@ -626,7 +630,7 @@ ReplayResult walk::replayIsolated(const Subject &subject,
       break;
     }
     if (r == 0) {
-      std::string how = child->wait();
+      std::string how = child->wait().describe();
       result.kind = FailureKind::Crash;
       result.message = "the replay crashed (" +
                        (how.empty() ? std::string("exit status 0") : how) +

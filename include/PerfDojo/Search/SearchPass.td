@@ -1,0 +1,56 @@
+//===- SearchPass.td - pd-search: tuning as a pass ---------*- tablegen -*-===//
+//
+// Apart from Passes.td: pd-search JIT-compiles and times candidates, so it
+// lives in the tuning library, which the dialect plugin does not link.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_SEARCH_SEARCHPASS_TD
+#define PERFDOJO_SEARCH_SEARCHPASS_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
+  let summary = "Search for the fastest program computing each kernel (as "
+                "pd-tune) and put it in the kernel's place";
+  let description = [{
+    Runs a search strategy of `pd-tune` on every `perfdojo.kernel` of the
+    module: candidates are compiled for this CPU, run on seeded inputs,
+    checked against the kernel's own outputs (within `tolerance`) and
+    timed. The best program found replaces the kernel, its moves recorded
+    in the kernel's history (so `--pd-undo` and replays work as after
+    `--pd-apply`), and a remark summarizes the search. With `db`, results
+    are read from and written to a tuning database, keyed by the kernel,
+    this CPU and the toolchain. An unknown strategy, graph or start, a
+    database that does not open, or a best sequence that does not replay
+    fails the pass.
+
+    ```sh
+    pd-opt k.mlir --pd-search="strategy=anneal budget=200 threads=4"
+    # remark: pd-search anneal: 200 evaluations, 3.1 ms -> 0.42 ms (7 moves)
+    ```
+  }];
+  let options = [
+    Option<"strategy", "strategy", "std::string", "\"anneal\"",
+           "naive, greedy, expert, random or anneal">,
+    Option<"graph", "graph", "std::string", "\"edges\"",
+           "edges or sequences">,
+    Option<"startFrom", "start-from", "std::string", "\"expert\"",
+           "heuristic random and anneal start from">,
+    Option<"budget", "budget", "unsigned", "100", "candidates to evaluate">,
+    Option<"timeBudget", "time-budget", "double", "0",
+           "seconds (0: no limit)">,
+    Option<"threads", "threads", "unsigned",
+           "std::max(1u, std::thread::hardware_concurrency())",
+           "threads of parallel scopes">,
+    Option<"repetitions", "repetitions", "unsigned", "3",
+           "timed runs per candidate">,
+    Option<"tolerance", "tolerance", "double", "2e-3",
+           "accepted difference from the kernel's outputs">,
+    Option<"seed", "seed", "uint64_t", "1", "seed of the search">,
+    Option<"db", "db", "std::string", "\"\"",
+           "tuning database (none if empty)">
+  ];
+}
+
+#endif // PERFDOJO_SEARCH_SEARCHPASS_TD
