@@ -326,14 +326,15 @@ LogicalResult Planner::checkOperands() {
         continue;
       }
       if (auto n = dyn_cast_or_null<IntegerAttr>(value)) {
-        if (n.getType().isInteger(1))
-          return fail(what + " is an i1 constant; kernels hold no i1");
-        int64_t v = n.getInt();
-        if (v > (int64_t(1) << 53) || v < -(int64_t(1) << 53))
-          return fail(what + " is the integer constant " + std::to_string(v) +
+        if (!isSupportedElementType(n.getType()))
+          return fail(what + " is a constant of type " + show(n.getType()) +
+                      "; kernels compute in f16, bf16, f32, f64, i8, i16, "
+                      "i32 or i64");
+        if (n.getValue().getSignificantBits() > 54)
+          return fail(what + " is the constant " + show(n) +
                       ", which f64 cannot hold exactly (kernel constants are "
                       "f64)");
-        scalars[i] = static_cast<double>(v);
+        scalars[i] = static_cast<double>(n.getValue().getSExtValue());
         continue;
       }
       return fail(what + " is a scalar (" + show(type) +
@@ -439,13 +440,15 @@ LogicalResult Planner::addConstant(arith::ConstantOp cst) {
   if (auto f = dyn_cast<FloatAttr>(cst.getValue())) {
     node.value = f.getValueAsDouble();
   } else if (auto n = dyn_cast<IntegerAttr>(cst.getValue())) {
-    int64_t v =
-        n.getType().isInteger(1) ? n.getValue().getZExtValue() : n.getInt();
-    if (n.getType().getIntOrFloatBitWidth() > 64 || v > (int64_t(1) << 53) ||
-        v < -(int64_t(1) << 53))
+    // i1 constants are 0 and 1; others are signed (index too).
+    const APInt &v = n.getValue();
+    if (n.getType().isInteger(1))
+      node.value = v.getZExtValue();
+    else if (v.getSignificantBits() > 54)
       return fail("the body's constant " + show(cst.getValue()) +
                   " is not exact in f64 (kernel constants are f64)");
-    node.value = static_cast<double>(v);
+    else
+      node.value = static_cast<double>(v.getSExtValue());
   } else {
     return fail("the body's constant " + show(cst.getValue()) +
                 " is not a scalar");
