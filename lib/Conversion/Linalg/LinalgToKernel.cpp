@@ -77,7 +77,8 @@ struct Primitive {
 } // namespace
 
 static Primitive refuse(Operation *op, StringRef why) {
-  return {std::nullopt, ("'" + op->getName().getStringRef() + "' " + why).str()};
+  return {std::nullopt,
+          ("'" + op->getName().getStringRef() + "' " + why).str()};
 }
 
 /// The primitive of a body operation that computes a value of the kernel
@@ -120,11 +121,12 @@ static Primitive classify(Operation *op) {
         case arith::CmpFPredicate::UNE:
           return is(K::ne);
         default:
-          return refuse(cmp, ("compares with predicate '" +
-                              arith::stringifyCmpFPredicate(cmp.getPredicate()) +
-                              "'; the kernel language compares with olt, ole, "
-                              "ogt, oge, oeq and une")
-                                 .str());
+          return refuse(cmp,
+                        ("compares with predicate '" +
+                         arith::stringifyCmpFPredicate(cmp.getPredicate()) +
+                         "'; the kernel language compares with olt, ole, "
+                         "ogt, oge, oeq and une")
+                            .str());
         }
       })
       .Case<arith::CmpIOp>([&](arith::CmpIOp cmp) {
@@ -142,11 +144,12 @@ static Primitive classify(Operation *op) {
         case arith::CmpIPredicate::ne:
           return is(K::ne);
         default:
-          return refuse(cmp, ("compares with predicate '" +
-                              arith::stringifyCmpIPredicate(cmp.getPredicate()) +
-                              "'; the kernel language compares signed "
-                              "integers (slt, sle, sgt, sge, eq, ne)")
-                                 .str());
+          return refuse(cmp,
+                        ("compares with predicate '" +
+                         arith::stringifyCmpIPredicate(cmp.getPredicate()) +
+                         "'; the kernel language compares signed "
+                         "integers (slt, sle, sgt, sge, eq, ne)")
+                            .str());
         }
       })
       .Case<arith::MaxNumFOp, arith::MinNumFOp>([&](Operation *m) {
@@ -345,8 +348,7 @@ LogicalResult Planner::checkOperands() {
       return fail(what + " has a dynamic shape (" + show(type) +
                   "); kernels take static shapes");
     if (!isSupportedElementType(memref.getElementType()))
-      return fail(what + " has element type " +
-                  show(memref.getElementType()) +
+      return fail(what + " has element type " + show(memref.getElementType()) +
                   "; kernel buffers hold f16, bf16, f32, f64, i8, i16, i32 "
                   "or i64");
     if (Attribute space = memref.getMemorySpace()) {
@@ -361,14 +363,14 @@ LogicalResult Planner::checkOperands() {
     for (int64_t size : memref.getShape())
       if (size < 1 || size > kMaxExtent)
         return fail(what + " (" + show(type) + ") has a dimension of size " +
-                    std::to_string(size) + "; kernel dimensions are between 1 "
+                    std::to_string(size) +
+                    "; kernel dimensions are between 1 "
                     "and 2^40");
   }
   for (unsigned j = 0; j < numOutputs; ++j)
     for (unsigned l = 0; l < j; ++l)
       if (op.getDpsInits()[j] == op.getDpsInits()[l])
-        return fail(format("outputs #{0} and #{1} are the same memref",
-                                  l, j));
+        return fail(format("outputs #{0} and #{1} are the same memref", l, j));
   return success();
 }
 
@@ -376,13 +378,13 @@ LogicalResult Planner::checkMaps() {
   unsigned numLoops = op.getNumLoops();
   if (numLoops > kMaxNestDepth)
     return fail(format("has {0} loops; kernels nest at most {1} scopes",
-                              numLoops, kMaxNestDepth));
+                       numLoops, kMaxNestDepth));
   plan.loopSizes = op.getStaticLoopRanges();
   for (auto [d, size] : llvm::enumerate(plan.loopSizes))
     if (ShapedType::isDynamic(size) || size < 1 || size > kMaxExtent)
       return fail(format("loop d{0} has no static size between 1 and "
-                                "2^40",
-                                d));
+                         "2^40",
+                         d));
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   forms.resize(op->getNumOperands());
   reduced.resize(numOutputs);
@@ -394,8 +396,8 @@ LogicalResult Planner::checkMaps() {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     if (map.getNumSymbols() != 0)
       return fail(format("indexing map #{0} ({1}) has symbols; kernel "
-                                "indices are linear forms of the loops",
-                                i, show(map)));
+                         "indices are linear forms of the loops",
+                         i, show(map)));
     for (auto [r, expr] : llvm::enumerate(map.getResults())) {
       std::optional<LinearForm> form = LinearForm::fromAffineExpr(expr);
       if (!form)
@@ -407,8 +409,8 @@ LogicalResult Planner::checkMaps() {
       auto [lo, hi] = form->range(plan.loopSizes);
       if (lo < 0 || hi >= memref.getDimSize(r))
         return fail(format(
-            "indexing map #{0} ({1}) reaches past dimension {2} of size {3}",
-            i, show(map), r, memref.getDimSize(r)));
+            "indexing map #{0} ({1}) reaches past dimension {2} of size {3}", i,
+            show(map), r, memref.getDimSize(r)));
       forms[i].push_back(*form);
     }
     // A 0-d memref is a buffer of one element.
@@ -419,15 +421,15 @@ LogicalResult Planner::checkMaps() {
     unsigned j = i - numInputs;
     if (!map.isProjectedPermutation(/*allowZeroInResultPosition=*/true))
       return fail(format("indexing map #{0} ({1}) of output #{2} is "
-                                "not a projected permutation (of loops and zeros)",
-                                i, show(map), j));
+                         "not a projected permutation (of loops and zeros)",
+                         i, show(map), j));
     for (unsigned d = 0; d < numLoops; ++d) {
       if (map.isFunctionOfDim(d))
         continue;
       if (iterators[d] != utils::IteratorType::reduction)
         return fail(format("loop d{0} is parallel but does not index "
-                                  "output #{1}",
-                                  d, j));
+                           "output #{1}",
+                           d, j));
       reduced[j].push_back(d);
     }
   }
@@ -810,16 +812,16 @@ KernelOp mlir::perfdojo::buildLinalgKernel(OpBuilder &builder, Location loc,
   auto kernel = KernelOp::create(builder, loc, name);
   builder.setInsertionPointToEnd(&kernel.getBody().emplaceBlock());
   for (const PlannedBuffer &buffer : plan.buffers)
-    BufferOp::create(builder, loc, buffer.name, buffer.role,
-                     buffer.elementType, buffer.shape,
-                     SmallVector<int64_t>(buffer.shape.size(), 0),
-                     BufferLocation::heap,
-                     builder.getArrayAttr({builder.getStringAttr(buffer.name)}));
+    BufferOp::create(
+        builder, loc, buffer.name, buffer.role, buffer.elementType,
+        buffer.shape, SmallVector<int64_t>(buffer.shape.size(), 0),
+        BufferLocation::heap,
+        builder.getArrayAttr({builder.getStringAttr(buffer.name)}));
   for (const PlannedStatement &statement : plan.statements) {
     builder.setInsertionPointToEnd(&kernel.getBodyBlock());
     for (unsigned loop : statement.loops) {
-      auto scope = ScopeOp::create(builder, loc, plan.loopSizes[loop],
-                                   Mapping::seq);
+      auto scope =
+          ScopeOp::create(builder, loc, plan.loopSizes[loop], Mapping::seq);
       builder.setInsertionPointToEnd(&scope.getBody().emplaceBlock());
     }
     SmallVector<Attribute> inputs;
@@ -830,9 +832,9 @@ KernelOp mlir::perfdojo::buildLinalgKernel(OpBuilder &builder, Location loc,
             ctx, operand.array, toScopes(operand.indices, statement.loops)));
         break;
       case PlannedOperand::Kind::Iter:
-        inputs.push_back(IterAttr::get(
-            ctx, llvm::find(statement.loops, operand.loop) -
-                     statement.loops.begin()));
+        inputs.push_back(
+            IterAttr::get(ctx, llvm::find(statement.loops, operand.loop) -
+                                   statement.loops.begin()));
         break;
       case PlannedOperand::Kind::Constant:
         inputs.push_back(builder.getF64FloatAttr(operand.value));

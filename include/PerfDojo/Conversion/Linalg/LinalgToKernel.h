@@ -1,4 +1,4 @@
-//===- LinalgToKernel.h - One linalg.generic as a perfdojo kernel -*- C++ -*-===//
+//===- LinalgToKernel.h - A linalg.generic as a kernel ----------*- C++ -*-===//
 //
 // The import of convert-linalg-to-perfdojo, in two steps: planLinalgKernel
 // checks a linalg.generic on memrefs and describes the kernel it becomes

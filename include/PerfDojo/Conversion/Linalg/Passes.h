@@ -1,4 +1,4 @@
-//===- Passes.h - Importing linalg operations --------------------*- C++ -*-===//
+//===- Passes.h - Importing linalg operations -------------------*- C++ -*-===//
 //
 // `convert-linalg-to-perfdojo` turns linalg operations on static memrefs
 // into perfdojo kernels and calls of them.
