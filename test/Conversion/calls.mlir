@@ -4,6 +4,8 @@
 // RUN: pd-opt %s --convert-perfdojo-to-standard | FileCheck %s
 // The host code lowers to LLVM together with the kernels.
 // RUN: pd-opt %s --pd-lower-to-llvm | FileCheck %s --check-prefix=LLVM
+// The GPU lowering calls the host function that launches the kernel.
+// RUN: pd-opt %s --convert-perfdojo-to-gpu | FileCheck %s --check-prefix=GPU
 
 // CHECK-LABEL: func.func @scale(
 // CHECK-SAME:    %{{.*}}: memref<4x8xf32> {llvm.noalias}, %{{.*}}: memref<4x8xf32> {llvm.noalias}) attributes {llvm.emit_c_interface}
@@ -18,6 +20,15 @@
 // CHECK-LABEL: func.func @untouched(
 // CHECK-NEXT:    %[[S:.*]] = arith.addf
 // CHECK-NEXT:    return %[[S]]
+
+// GPU-LABEL: gpu.module @scale_kernels
+// GPU-LABEL: func.func @scale(
+// GPU:         gpu.launch_func @scale_kernels::
+// GPU-LABEL: func.func @host(
+// GPU-NEXT:    call @scale(%{{.*}}, %{{.*}}) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+// GPU-NEXT:    call @external(
+// GPU-NEXT:    call @scale(
+// GPU-NOT:     perfdojo.
 
 // LLVM-LABEL: llvm.func @scale(
 // LLVM-LABEL: llvm.func @host(
