@@ -25,7 +25,6 @@
 #include "mlir/IR/AffineMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
