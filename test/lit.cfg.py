@@ -62,6 +62,17 @@ if config.perfdojo_asan_runtime:
     mlir_opt = "env LD_PRELOAD=%s ASAN_OPTIONS=allow_user_poisoning=0 %s" % (
         config.perfdojo_asan_runtime, mlir_opt)
 
+# MLIR's JIT runner and the support libraries of printMemrefF32 and
+# memref.copy, which run whole host programs (test/Integration).
+mlir_runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+config.substitutions.append((
+    "%mlir_runner_utils",
+    os.path.join(config.llvm_lib_dir, "libmlir_runner_utils" + config.llvm_shlib_ext)))
+config.substitutions.append((
+    "%mlir_c_runner_utils",
+    os.path.join(config.llvm_lib_dir,
+                 "libmlir_c_runner_utils" + config.llvm_shlib_ext)))
+
 # The %-prefixed substitutions come first: otherwise the bare tool names
 # would be substituted inside them.
 tools = [
@@ -72,6 +83,7 @@ tools = [
     ToolSubst("%pd-gpu-run",
               command=os.path.join(config.perfdojo_tools_dir, "pd-gpu-run")),
     ToolSubst("%mlir-opt", command=mlir_opt),
+    ToolSubst("%mlir-runner", command=mlir_runner),
     "pd-opt",
     "pd-translate",
     "pd-run",

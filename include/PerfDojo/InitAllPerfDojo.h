@@ -11,7 +11,9 @@
 namespace mlir {
 class DialectRegistry;
 
-/// Adds the perfdojo dialect and every dialect its passes produce.
+/// Adds the perfdojo dialect, every dialect its passes produce, and those of
+/// the host code around kernels (func, arith, cf, math, memref, scf) and of
+/// the linalg input of convert-linalg-to-perfdojo (linalg, tensor).
 void registerAllPerfDojo(DialectRegistry &registry);
 /// Registers every PerfDojo pass and pipeline with the global pass registry.
 void registerAllPerfDojoPasses();

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include <functional>
 
 namespace llvm {
 class SourceMgr;
@@ -50,7 +51,10 @@ OwningOpRef<ModuleOp> parseKernelFile(llvm::SourceMgr &sourceMgr,
                                       std::string &error);
 
 /// Registers `--import-pd` and `--export-pd` with mlir-translate's registry.
-void registerTextFormTranslations();
+/// `--export-pd` also parses what `hostDialects` registers, so that it reads
+/// modules whose kernels sit among host code (convert-linalg-to-perfdojo).
+void registerTextFormTranslations(
+    std::function<void(DialectRegistry &)> hostDialects = nullptr);
 
 } // namespace perfdojo
 } // namespace mlir

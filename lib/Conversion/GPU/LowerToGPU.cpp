@@ -16,6 +16,7 @@
 
 #include "PerfDojo/Conversion/GPU/Passes.h"
 #include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
+#include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/MapVector.h"
@@ -735,6 +736,9 @@ struct ConvertPerfDojoToGPUPass
         return signalPassFailure();
       kernel.erase();
     }
+    // Host code calls each kernel's host function, which launches it.
+    if (failed(replaceKernelCalls(module)))
+      return signalPassFailure();
   }
 };
 } // namespace

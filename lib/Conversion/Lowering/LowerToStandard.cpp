@@ -516,6 +516,27 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   return success();
 }
 
+LogicalResult mlir::perfdojo::replaceKernelCalls(ModuleOp module) {
+  // The perfdojo.call verifier has checked the memref types against the
+  // kernel's buffers: the types its function takes, so a plain func.call
+  // replaces the call.
+  SymbolTableCollection symbols;
+  SmallVector<perfdojo::CallOp> calls;
+  module.walk([&](perfdojo::CallOp call) { calls.push_back(call); });
+  for (perfdojo::CallOp call : calls) {
+    auto func = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (!func || !llvm::equal(func.getFunctionType().getInputs(),
+                              call.getOperands().getTypes()))
+      return call.emitOpError("calls '")
+             << call.getCallee()
+             << "', which did not become a function of matching type";
+    OpBuilder builder(call);
+    func::CallOp::create(builder, call.getLoc(), func, call.getOperands());
+    call.erase();
+  }
+  return success();
+}
 
 namespace {
 struct ConvertPerfDojoToStandardPass
@@ -531,6 +552,8 @@ struct ConvertPerfDojoToStandardPass
         return signalPassFailure();
       kernel.erase();
     }
+    if (failed(replaceKernelCalls(module)))
+      return signalPassFailure();
   }
 };
 } // namespace

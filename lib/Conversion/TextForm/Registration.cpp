@@ -10,7 +10,8 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 
-void mlir::perfdojo::registerTextFormTranslations() {
+void mlir::perfdojo::registerTextFormTranslations(
+    std::function<void(DialectRegistry &)> hostDialects) {
   TranslateToMLIRRegistration importPd(
       "import-pd", "import the PerfDojo text form into the perfdojo dialect",
       [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
@@ -24,7 +25,7 @@ void mlir::perfdojo::registerTextFormTranslations() {
   // before MLIR's recursive parser reads it.
   TranslateRegistration exportPd(
       "export-pd", "export perfdojo kernels in the PerfDojo text form",
-      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+      [hostDialects](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
          raw_ostream &output, MLIRContext *context) -> LogicalResult {
         const llvm::MemoryBuffer *buffer =
             sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
@@ -32,6 +33,11 @@ void mlir::perfdojo::registerTextFormTranslations() {
                 buffer->getBuffer(), buffer->getBufferIdentifier())) {
           llvm::errs() << *tooDeep << "\n";
           return failure();
+        }
+        if (hostDialects) {
+          DialectRegistry registry;
+          hostDialects(registry);
+          context->appendDialectRegistry(registry);
         }
         context->loadDialect<PerfDojoDialect>();
         context->printOpOnDiagnostic(false);

@@ -724,3 +724,40 @@ verifyAgainstBuffers(ComputeOp op, const llvm::StringMap<BufferOp> &arrays) {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// CallOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto kernel =
+      symbolTable.lookupNearestSymbolFrom<KernelOp>(*this, getCalleeAttr());
+  if (!kernel)
+    return emitOpError("'") << getCallee()
+                            << "' does not reference a perfdojo.kernel";
+  SmallVector<BufferOp> parameters;
+  for (BufferOp buffer : kernel.getBuffers())
+    if (!buffer.isTemporary())
+      parameters.push_back(buffer);
+  if (parameters.size() != getOperands().size())
+    return emitOpError("passes ")
+               .append(count(getOperands().size(), "argument", "arguments"),
+                       " but kernel '", getCallee(), "' takes ",
+                       count(parameters.size(), "argument", "arguments"),
+                       " (its in and out buffers)")
+               .attachNote(kernel.getLoc())
+           << "kernel declared here";
+  for (auto [i, buffer, operand] :
+       llvm::enumerate(parameters, getOperands())) {
+    auto expected =
+        MemRefType::get(buffer.getShape(), buffer.getElementType());
+    if (operand.getType() != expected)
+      return emitOpError("argument #")
+                 .append(i, " has type ", operand.getType(), " but buffer '",
+                         buffer.getSymName(), "' of kernel '", getCallee(),
+                         "' takes ", expected)
+                 .attachNote(buffer.getLoc())
+             << "buffer declared here";
+  }
+  return success();
+}

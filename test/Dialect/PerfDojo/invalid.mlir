@@ -1326,3 +1326,55 @@ perfdojo.kernel @nest_too_deep_generic {
 }) : () -> ()
 }) : () -> ()
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// perfdojo.call
+//===----------------------------------------------------------------------===//
+
+// The callee must be a kernel.
+func.func @not_a_kernel() {
+  return
+}
+func.func @call_a_function(%y: memref<4xf32>) {
+  // expected-error @+1 {{'perfdojo.call' op 'not_a_kernel' does not reference a perfdojo.kernel}}
+  perfdojo.call @not_a_kernel(%y) : memref<4xf32>
+  return
+}
+
+// -----
+
+// One memref per in and out buffer; temporaries are not arguments.
+// expected-note @+1 {{kernel declared here}}
+perfdojo.kernel @two_arguments {
+  perfdojo.buffer in x f32 [4] heap
+  perfdojo.buffer tmp t f32 [4] heap
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 4 {
+    perfdojo.compute y[{0}] = x[{0}]
+  }
+}
+func.func @call_with_one(%y: memref<4xf32>) {
+  // expected-error @+1 {{'perfdojo.call' op passes 1 argument but kernel 'two_arguments' takes 2 arguments (its in and out buffers)}}
+  perfdojo.call @two_arguments(%y) : memref<4xf32>
+  return
+}
+
+// -----
+
+// Each memref has the buffer's shape and element type, and the identity
+// layout.
+perfdojo.kernel @scale {
+  perfdojo.buffer in x f32 [4] heap
+  // expected-note @+1 {{buffer declared here}}
+  perfdojo.buffer out y f32 [4] heap
+  perfdojo.scope 4 {
+    perfdojo.compute y[{0}] = mul(x[{0}], 2.0)
+  }
+}
+func.func @call_with_strided(%x: memref<4xf32>, %y: memref<4xf32, strided<[2]>>) {
+  // expected-error @+1 {{'perfdojo.call' op argument #1 has type 'memref<4xf32, strided<[2]>>' but buffer 'y' of kernel 'scale' takes 'memref<4xf32>'}}
+  perfdojo.call @scale(%x, %y) : memref<4xf32>, memref<4xf32, strided<[2]>>
+  return
+}

@@ -462,3 +462,26 @@ perfdojo.kernel @seq_scope_attributes {
     perfdojo.compute y[{0}] = 0.0
   }
 }
+
+// Host code calls a kernel with one memref per in and out buffer.
+// CHECK-LABEL: func.func @call_kernel(
+// CHECK-NEXT:    perfdojo.call @seq_scope_attributes(%{{.*}}) : memref<4xf32>
+// CHECK-LABEL: func.func @call_with_inputs(
+// CHECK-NEXT:    perfdojo.call @callee(%[[X:.*]], %[[X]], %{{.*}}) {note = "kept"} : memref<2x3xf32>, memref<2x3xf32>, memref<2xi32>
+func.func @call_kernel(%y: memref<4xf32>) {
+  perfdojo.call @seq_scope_attributes(%y) : memref<4xf32>
+  return
+}
+perfdojo.kernel @callee {
+  perfdojo.buffer in a f32 [2, 3] heap
+  perfdojo.buffer tmp t f32 [2] heap
+  perfdojo.buffer in b f32 [2, 3] heap
+  perfdojo.buffer out c i32 [2] heap
+  perfdojo.scope 2 {
+    perfdojo.compute c[{0}] = {0}
+  }
+}
+func.func @call_with_inputs(%x: memref<2x3xf32>, %c: memref<2xi32>) {
+  perfdojo.call @callee(%x, %x, %c) {note = "kept"} : memref<2x3xf32>, memref<2x3xf32>, memref<2xi32>
+  return
+}

@@ -13,7 +13,8 @@ def ConvertPerfDojoToGPU : Pass<"convert-perfdojo-to-gpu", "::mlir::ModuleOp"> {
     host `func.func @<name>` (inputs then outputs, declaration order, as
     memrefs) that allocates the global temporaries (`gpu.alloc`), launches
     the kernels in program order (`gpu.launch_func`, each carrying
-    `perfdojo.args`: the buffers it passes, by name) and frees them.
+    `perfdojo.args`: the buffers it passes, by name) and frees them. Every
+    `perfdojo.call` of a kernel becomes a `func.call` of that host function.
 
     Mapping rules (docs/GPU.md has the whole story):
     - The chain of grid scopes (`:g`, or CPU-parallel `:p`) at the top of a

@@ -57,6 +57,11 @@ OwningOpRef<ModuleOp> lowerKernelToLLVM(KernelOp kernel,
                                         const LowerToLLVMOptions &options,
                                         std::string &error);
 
+/// Replaces every perfdojo.call in `module` with a func.call of the function
+/// its kernel became; fails (with an error on the call) where there is no
+/// such function of the call's type.
+LogicalResult replaceKernelCalls(ModuleOp module);
+
 /// Registers the lowering passes and the `pd-lower-to-llvm` pipeline.
 void registerLoweringPasses();
 

@@ -11,7 +11,10 @@ def ConvertPerfDojoToStandard
   let description = !subst("}@]", "}]", [{
     Replaces every `perfdojo.kernel` with a `func.func` of the same name that
     takes one memref per input and output buffer, in declaration order, and
-    carries `llvm.emit_c_interface` so it can be called from C.
+    carries `llvm.emit_c_interface` so it can be called from C. Every
+    `perfdojo.call` of a kernel becomes a `func.call` of its function;
+    everything else in the module (host functions, their other operations)
+    is left as it is.
 
     - Temporaries become `memref.alloc` (heap, 64-byte aligned, freed at the
       end) or `memref.alloca` (stack and registers). A dimension with reuse

@@ -176,4 +176,38 @@ def PerfDojo_ComputeOp : PerfDojo_Op<"compute", [
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// CallOp
+//===----------------------------------------------------------------------===//
+
+def PerfDojo_CallOp : PerfDojo_Op<"call", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A host-side call of the function a kernel lowers to";
+  let description = [{
+    Calls kernel `callee` from ordinary host code (a `func.func`), with one
+    memref per `in` and `out` buffer of the kernel, in declaration order.
+    Each memref has exactly the type the kernel's function will take: the
+    buffer's shape and element type, the identity layout, no memory space.
+    `func.call` cannot name a kernel (its callee must be a `func.func`), so
+    `convert-linalg-to-perfdojo` emits this operation and
+    `convert-perfdojo-to-standard`, which turns each kernel into a function
+    of the same name, replaces it by a `func.call` of that function.
+
+    The kernel's arguments never overlap (its function marks them
+    `llvm.noalias`): passing one memref twice, or overlapping views, is
+    undefined.
+
+    ```mlir
+    perfdojo.call @matmul_0(%a, %b, %c_init, %c)
+        : memref<64x32xf32>, memref<32x48xf32>, memref<64x48xf32>, memref<64x48xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       Arg<Variadic<AnyMemRef>, "the kernel's arguments",
+                           [MemRead, MemWrite]>:$operands);
+  let assemblyFormat = [{
+    $callee `(` $operands `)` attr-dict (`:` type($operands)^)?
+  }];
+}
+
 #endif // PERFDOJO_DIALECT_PERFDOJOOPS_TD
