@@ -214,6 +214,26 @@ void moves::MatchKernelOp::getEffects(
 // The registry, from the declarations
 //===----------------------------------------------------------------------===//
 
+#ifndef NDEBUG
+/// Registering transform ops calls this check in builds with assertions
+/// (TransformDialect::addOperationIfNotRegistered), but Debian's libMLIR is
+/// built without them and does not define it: PerfDojo's sanitizer build
+/// (-UNDEBUG) would not link. The same check, weak, so that an MLIR built
+/// with assertions keeps its own.
+LLVM_ATTRIBUTE_WEAK void
+mlir::transform::detail::checkImplementsTransformOpInterface(
+    StringRef name, MLIRContext *context) {
+  std::optional<RegisteredOperationName> op =
+      RegisteredOperationName::lookup(name, context);
+  assert(op && "a transform op is registered before it is checked");
+  assert(op->hasInterface<transform::TransformOpInterface>() &&
+         op->hasInterface<MemoryEffectOpInterface>() &&
+         "a transform op implements TransformOpInterface and "
+         "MemoryEffectOpInterface");
+  (void)op;
+}
+#endif // NDEBUG
+
 namespace {
 /// The registry's view of the move declared as `OpT`.
 template <typename OpT>
