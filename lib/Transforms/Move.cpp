@@ -60,9 +60,10 @@ std::string MoveInstance::str() const {
   return text;
 }
 
-static bool isWord(StringRef text) {
-  return !text.empty() &&
-         llvm::all_of(text, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+bool mlir::perfdojo::isMoveWord(StringRef text) {
+  return !text.empty() && llvm::all_of(text, [](char c) {
+    return llvm::isAlnum(c) || c == '_';
+  });
 }
 
 SmallVector<std::string> mlir::perfdojo::parseMoveList(StringRef text) {
@@ -93,7 +94,7 @@ static FailureOr<unsigned> parseLocationFields(LocationKind kind,
   StringRef head = fields.front();
   auto [array, ordinal] = head.split('#');
   loc.name = array.str();
-  if (!isWord(array)) {
+  if (!isMoveWord(array)) {
     error = "malformed location '" + location.str() + "': expected a name, "
             "found '" + array.str() + "'";
     return failure();
@@ -170,7 +171,7 @@ FailureOr<MoveInstance> mlir::perfdojo::parseMove(StringRef text,
     return failure();
   MoveLocation &loc = instance.location;
   for (unsigned i = *next; i < fields.size(); ++i) {
-    if (!isWord(fields[i])) {
+    if (!isMoveWord(fields[i])) {
       error = "malformed parameter '" + fields[i].str() + "' in '" +
               text.str() + "'";
       return failure();

@@ -11,7 +11,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/StringExtras.h"
 #include <type_traits>
 
 using namespace mlir;
@@ -20,12 +19,6 @@ using namespace mlir::perfdojo;
 //===----------------------------------------------------------------------===//
 // Parameters
 //===----------------------------------------------------------------------===//
-
-bool mlir::perfdojo::isMoveWord(StringRef text) {
-  return !text.empty() && llvm::all_of(text, [](char c) {
-    return llvm::isAlnum(c) || c == '_';
-  });
-}
 
 static LogicalResult parseIntegerParam(StringRef text, StringRef name,
                                        int64_t min, StringRef what,

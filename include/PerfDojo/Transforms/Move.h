@@ -133,6 +133,10 @@ struct MoveInstance {
   std::string str() const;
 };
 
+/// True for a non-empty run of letters, digits and '_' (array and buffer
+/// names in locations and parameters).
+bool isMoveWord(StringRef text);
+
 /// Parses `name@location[:param...]`. On failure returns failure with
 /// `error` naming what is wrong.
 FailureOr<MoveInstance> parseMove(StringRef text, std::string &error);

@@ -30,10 +30,6 @@ namespace perfdojo {
 
 //===- Parameters ---------------------------------------------------------===//
 
-/// True for a non-empty run of letters, digits and '_' (array and buffer
-/// names in locations and parameters).
-bool isMoveWord(StringRef text);
-
 /// Read a parameter from its text in `name@location:param`; on failure set
 /// `reason`, naming the parameter `name`.
 LogicalResult parsePositiveMoveParam(StringRef text, StringRef name,

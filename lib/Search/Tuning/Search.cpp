@@ -62,13 +62,7 @@ public:
   }
 
   /// The scope a scope move's instance designates.
-  ScopeOp scopeOf(const MoveInstance &move) {
-    std::string error;
-    FailureOr<ResolvedLocation> loc =
-        resolveLocation(env.getKernel(), LocationKind::Scope, move.location,
-                        error);
-    return succeeded(loc) ? loc->scope : ScopeOp();
-  }
+  ScopeOp scopeOf(const MoveInstance &move) { return scopeAt(move.location); }
 
   /// Applies a move if it is legal and the bound on steps allows; every
   /// move applied counts towards the bound, also those rolled back later.
