@@ -20,7 +20,9 @@
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Machine.h"
 #include "PerfDojo/Search/PackageRunner.h"
+#include "PerfDojo/Search/Policy/Agent.h"
 #include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Search/TuningSession.h"
 #include "PerfDojo/Support/ToolMain.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -49,7 +51,14 @@ static cl::opt<std::string> inputFilename(cl::Positional, cl::Required,
 static cl::opt<std::string>
     strategyName("strategy", cl::cat(tuneCategory), cl::init("anneal"),
                  cl::desc("naive, greedy, expert (heuristics), random "
-                          "(global sampling) or anneal (simulated annealing)"));
+                          "(global sampling), anneal (simulated annealing) "
+                          "or rl (a trained policy, --policy)"));
+static cl::opt<std::string>
+    policyFilename("policy", cl::cat(tuneCategory),
+                   cl::desc("rl: the policy file that pd-train wrote"));
+static cl::opt<unsigned>
+    horizon("horizon", cl::cat(tuneCategory), cl::init(8),
+            cl::desc("rl: moves per rollout at most"));
 static cl::opt<std::string>
     graphName("graph", cl::cat(tuneCategory), cl::init("edges"),
               cl::desc("what random and anneal search over: edges (one "
@@ -270,12 +279,13 @@ static int runTool(int argc, char **argv) {
   std::optional<Strategy> strategy = parseStrategy(strategyName);
   if (!strategy) {
     llvm::errs() << "pd-tune: unknown --strategy '" << strategyName
-                 << "'; expected naive, greedy, expert, random or anneal\n";
+                 << "'; expected naive, greedy, expert, random, anneal or "
+                    "rl\n";
     return 1;
   }
   std::optional<Strategy> startFrom = parseStrategy(startName);
   if (!startFrom || *startFrom == Strategy::Random ||
-      *startFrom == Strategy::Anneal) {
+      *startFrom == Strategy::Anneal || *startFrom == Strategy::RL) {
     llvm::errs() << "pd-tune: unknown --start-from '" << startName
                  << "'; expected naive, greedy or expert\n";
     return 1;
@@ -295,25 +305,42 @@ static int runTool(int argc, char **argv) {
                  << "'; expected kernel or interpreter\n";
     return 1;
   }
-  if (threads == 0) {
-    llvm::errs() << "pd-tune: --num-threads must be at least 1\n";
-    return 1;
-  }
-  if (targetName != "cpu" && targetName != "cuda" && targetName != "rocm") {
-    llvm::errs() << "pd-tune: unknown --target '" << targetName
-                 << "'; expected cpu, cuda or rocm\n";
+  TuningSessionOptions sessionOptions;
+  sessionOptions.target = targetName;
+  sessionOptions.remoteDir = remoteDir;
+  sessionOptions.runnerProgram = runnerProgram;
+  sessionOptions.toolPath =
+      llvm::sys::fs::getMainExecutable(argv[0], (void *)&runTool);
+  sessionOptions.gpuChip = gpuChip;
+  sessionOptions.gpuFeatures = gpuFeatures;
+  sessionOptions.gpuWarmup = gpuWarmup;
+  sessionOptions.maxExpectedMiB = maxExpectedMiB;
+  sessionOptions.threads = threads;
+  sessionOptions.repetitions = repetitions;
+  sessionOptions.timeLimit = timeLimit;
+  sessionOptions.tolerance = tolerance;
+  sessionOptions.checkAgainstInterpreter = checkAgainst == "interpreter";
+  sessionOptions.dbPath = dbPath;
+  sessionOptions.noDb = noDb;
+  if (std::optional<std::string> why =
+          checkTuningSessionOptions(sessionOptions)) {
+    llvm::errs() << "pd-tune: " << *why << "\n";
     return 1;
   }
   bool gpu = targetName != "cpu";
-  if (!gpu && (!remoteDir.empty() || !runnerProgram.empty() ||
-               !gpuChip.empty() || !gpuFeatures.empty())) {
-    llvm::errs() << "pd-tune: --remote, --runner, --gpu-chip and "
-                    "--gpu-features need --target=cuda or rocm\n";
+  if (*strategy == Strategy::RL && !remoteDir.empty()) {
+    llvm::errs() << "pd-tune: the rl strategy measures each move before "
+                    "choosing the next; it cannot wait for --remote (use "
+                    "--runner, or run pd-tune on the GPU machine)\n";
     return 1;
   }
-  if (!remoteDir.empty() && !runnerProgram.empty()) {
-    llvm::errs() << "pd-tune: --remote writes generations for a runner "
-                    "elsewhere; --runner runs them here: give one\n";
+  if (*strategy == Strategy::RL && policyFilename.empty()) {
+    llvm::errs() << "pd-tune: --strategy=rl needs --policy=FILE (pd-train's "
+                    "output)\n";
+    return 1;
+  }
+  if (*strategy != Strategy::RL && !policyFilename.empty()) {
+    llvm::errs() << "pd-tune: --policy is for --strategy=rl\n";
     return 1;
   }
 
@@ -325,6 +352,7 @@ static int runTool(int argc, char **argv) {
   context.loadDialect<PerfDojoDialect>();
   context.printOpOnDiagnostic(false);
   registerAllMoves();
+  registerPolicySearch();
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file =
@@ -343,128 +371,44 @@ static int runTool(int argc, char **argv) {
       llvm::errs() << "pd-tune: " << error << "\n";
     return 1;
   }
-  SmallVector<KernelOp> kernels(module->getOps<KernelOp>());
-  if (kernels.size() != 1) {
-    llvm::errs() << "pd-tune: " << inputFilename << " holds "
-                 << kernels.size() << " kernels; pd-tune takes one\n";
+  size_t kernelCount = llvm::range_size(module->getOps<KernelOp>());
+  if (kernelCount != 1) {
+    llvm::errs() << "pd-tune: " << inputFilename << " holds " << kernelCount
+                 << " kernels; pd-tune takes one\n";
     return 1;
   }
-  KernelOp kernel = kernels.front();
-  bool useInterpreter = checkAgainst == "interpreter";
-  if (std::optional<std::string> why = getCPUIncompatibility(kernel)) {
-    if (!gpu) {
-      llvm::errs() << "pd-tune: the kernel cannot run on this CPU: " << *why
-                   << "\n";
-      return 1;
-    }
-    // The reference outputs then come from the interpreter, which runs
-    // every mapping sequentially.
-    useInterpreter = true;
+  StringRef name = llvm::sys::path::stem(inputFilename);
+  std::unique_ptr<TuningSession> session =
+      TuningSession::create(std::move(module), name, sessionOptions, error);
+  if (!session) {
+    llvm::errs() << "pd-tune: " << error << "\n";
+    return 1;
   }
-  std::string kernelText;
-  {
-    llvm::raw_string_ostream os(kernelText);
-    if (failed(exportTextForm(kernel, os)))
-      return 1;
-  }
-
-  // A GPU: candidates become kernel packages, run here or elsewhere.
-  std::unique_ptr<PackageRunner> runner;
-  std::string scratchDir; // removed at the end
-  if (gpu) {
-    PackageRunnerOptions runnerOptions;
-    runnerOptions.package.api =
-        targetName == "cuda" ? GPUApi::Cuda : GPUApi::Hip;
-    runnerOptions.package.chip = gpuChip;
-    runnerOptions.package.features = gpuFeatures;
-    runnerOptions.expected.maxBytes = maxExpectedMiB << 20;
-    runnerOptions.kernelName = llvm::sys::path::stem(inputFilename).str();
-    runnerOptions.kernelHash = hashProgramText(kernelText);
-    runnerOptions.cost = getKernelCost(kernel);
-    if (!remoteDir.empty()) {
-      runnerOptions.remote = true;
-      runnerOptions.dir = remoteDir;
-    } else {
-      SmallString<256> scratch;
-      if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-              "pd-tune-packages", scratch)) {
-        llvm::errs() << "pd-tune: cannot create a temporary folder: "
-                     << ec.message() << "\n";
-        return 1;
-      }
-      runnerOptions.dir = scratchDir = std::string(scratch);
-      runnerOptions.runner = runnerProgram;
-      if (runnerOptions.runner.empty()) {
-        std::string self = llvm::sys::fs::getMainExecutable(
-            argv[0], (void *)&runTool);
-        SmallString<256> path(llvm::sys::path::parent_path(self));
-        llvm::sys::path::append(path, "pd-gpu-run");
-        runnerOptions.runner = std::string(path);
-      }
-      if (llvm::ErrorOr<std::string> found =
-              llvm::sys::findProgramByName(runnerOptions.runner))
-        runnerOptions.runner = *found;
-      if (!llvm::sys::fs::can_execute(runnerOptions.runner)) {
-        llvm::errs() << "pd-tune: cannot run the GPU runner '"
-                     << runnerOptions.runner
-                     << "'; give --runner, or --remote=DIR to run the "
-                        "candidates on another machine\n";
-        return 1;
-      }
-      runnerOptions.runnerArgs = {
-          "--warmup=" + std::to_string(gpuWarmup),
-          "--repetitions=" + std::to_string(repetitions),
-          "--time-limit=" + std::to_string(int(std::ceil(timeLimit)))};
-    }
-    runner = std::make_unique<PackageRunner>(std::move(runnerOptions));
-  }
-
-  std::unique_ptr<TuningDatabase> database;
-  if (!noDb) {
-    std::string path = dbPath.empty() ? getDefaultTuningDatabasePath() : dbPath;
-    database = TuningDatabase::open(path, error);
-    std::string target = runner ? runner->getTarget() : getHostTarget(threads);
-    if (!database ||
-        failed(database->setKey({kernelText, target, getToolchain()},
-                                error))) {
-      llvm::errs() << "pd-tune: tuning database: " << error << "\n";
-      return 1;
-    }
-  }
-
-  EnvironmentOptions envOptions;
-  envOptions.evaluation.threads = threads;
-  envOptions.evaluation.repetitions = repetitions;
-  envOptions.evaluation.timeLimit = timeLimit;
-  envOptions.tolerance = tolerance;
-  envOptions.database = database.get();
-  envOptions.checkAgainstInterpreter = useInterpreter;
-  envOptions.runner = runner.get();
-  Environment env(kernel, envOptions);
+  PackageRunner *runner = session->getRunner();
+  TuningDatabase *database = session->getDatabase();
+  Environment &env = session->getEnvironment();
 
   SearchOptions options;
   options.strategy = *strategy;
   options.graph = graph;
-  options.target.threads = threads;
-  if (gpu) {
-    options.target.gpu = true;
-    options.target.vectorWidth = 4;
-  }
+  options.target = session->getTargetInfo();
   options.generation = generationSize ? generationSize : (gpu ? 16 : 1);
   options.budget = budget;
   options.timeBudget = timeBudget;
   options.seed = seed;
-  options.startFrom = *startFrom;
+  // The policy was trained from naive kernels; it starts there unless told.
+  options.startFrom = *strategy == Strategy::RL && startName.getNumOccurrences() == 0
+                          ? Strategy::Naive
+                          : *startFrom;
+  options.policyPath = policyFilename;
+  options.horizon = horizon;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||
                    *strategy == Strategy::Expert;
   if (!quiet && !heuristic)
     options.onProgress = showProgress;
 
-  StringRef name = llvm::sys::path::stem(inputFilename);
-  std::string targetLabel =
-      gpu ? runner->getTarget() + (remoteDir.empty() ? "" : ", remote")
-          : std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  std::string targetLabel = session->getTargetLabel();
   llvm::errs() << "pd-tune " << name << ": " << strategyName;
   if (!heuristic)
     llvm::errs() << ", budget " << budget << " evaluations, generations of "
@@ -474,8 +418,6 @@ static int runTool(int argc, char **argv) {
     llvm::errs() << ", database " << database->getPath();
   llvm::errs() << "\n";
   SearchResult result = runSearch(env, options);
-  if (!scratchDir.empty())
-    (void)llvm::sys::fs::remove_directories(scratchDir);
   if (!quiet && !heuristic && isatty(STDERR_FILENO))
     llvm::errs() << "\n";
   if (!result.error.empty()) {

@@ -6,7 +6,9 @@
 // graph (a neighbour is one legal move away) or the sequence-refinement
 // graph (a neighbour is the move sequence edited at one point and
 // replayed). Hardware knowledge (the vector width, the thread count) lives
-// here, not in the moves.
+// here, not in the moves. The RL agent's policy (Policy/Agent.h) is one more
+// strategy, reached through a hook so that this library does not need
+// libtorch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +21,7 @@
 namespace mlir {
 namespace perfdojo {
 
-enum class Strategy { Naive, Greedy, Expert, Random, Anneal };
+enum class Strategy { Naive, Greedy, Expert, Random, Anneal, RL };
 std::optional<Strategy> parseStrategy(StringRef name);
 StringRef stringifyStrategy(Strategy strategy);
 
@@ -78,6 +80,10 @@ struct SearchOptions {
   /// a generation of parents drawn at once.
   unsigned generation = 1;
   std::function<void(const SearchProgress &)> onProgress;
+  /// Strategy RL: the policy file (pd-train's output), and the moves of
+  /// one rollout at most.
+  std::string policyPath;
+  unsigned horizon = 8;
 };
 
 struct SearchResult {
@@ -112,8 +118,22 @@ struct SearchResult {
 void applyHeuristic(Environment &env, Strategy level,
                     const TargetInfo &target);
 
-/// Runs `options.strategy` from the starting kernel of `env`.
+/// Runs `options.strategy` from the starting kernel of `env`. Strategy RL
+/// runs through the hook that setPolicySearch installed (and fails, saying
+/// so, where none was).
 SearchResult runSearch(Environment &env, const SearchOptions &options);
+
+/// The search of Strategy RL. Tools that link the policy library install
+/// it (registerPolicySearch in PerfDojo/Search/Policy/Agent.h); the
+/// dialect plugin and the Python module, which do not load libtorch, have
+/// none.
+using PolicySearchFn = SearchResult (*)(Environment &env,
+                                        const SearchOptions &options);
+void setPolicySearch(PolicySearchFn search);
+
+/// Whether `target` can run `move`: GPU mappings and GPU shared memory
+/// only on a GPU, CPU-parallel scopes only on the CPU.
+bool runsOnTarget(const TargetInfo &target, const MoveInstance &move);
 
 } // namespace perfdojo
 } // namespace mlir

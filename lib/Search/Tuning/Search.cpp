@@ -22,6 +22,7 @@ std::optional<Strategy> mlir::perfdojo::parseStrategy(StringRef name) {
       .Case("expert", Strategy::Expert)
       .Case("random", Strategy::Random)
       .Case("anneal", Strategy::Anneal)
+      .Case("rl", Strategy::RL)
       .Default(std::nullopt);
 }
 
@@ -37,6 +38,8 @@ StringRef mlir::perfdojo::stringifyStrategy(Strategy strategy) {
     return "random";
   case Strategy::Anneal:
     return "anneal";
+  case Strategy::RL:
+    return "rl";
   }
   llvm_unreachable("unknown strategy");
 }
@@ -1016,7 +1019,6 @@ public:
         scatters(scope, scope.getDepth()))
       return false;
     size_t before = env.getMoves().size();
-    auto op = cast<ComputeOp>(scope.getBodyBlock().front());
     unsigned depth = scope.getDepth();
     MoveLocation loc = locate(scope);
     if (apply(TileScopeOp::make(loc, width)) &&
@@ -1298,6 +1300,7 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     return;
   case Strategy::Random:
   case Strategy::Anneal:
+  case Strategy::RL:
     return;
   }
 }
@@ -1380,7 +1383,8 @@ private:
 /// memory only on a GPU, CPU parallel scopes only on the CPU (on a GPU a
 /// `:p` scope is a grid scope at the top of a kernel and a loop elsewhere,
 /// which gpu_grid already covers).
-static bool runsOn(const TargetInfo &target, const MoveInstance &move) {
+bool mlir::perfdojo::runsOnTarget(const TargetInfo &target,
+                                  const MoveInstance &move) {
   StringRef name = move.move->getName();
   if (target.gpu)
     return name != "parallelize";
@@ -1393,7 +1397,7 @@ static bool runsOn(const TargetInfo &target, const MoveInstance &move) {
 std::optional<MoveInstance> Searcher::randomMove() {
   SmallVector<MoveInstance> moves = env.getLegalMoves();
   llvm::erase_if(moves, [&](const MoveInstance &m) {
-    return !runsOn(options.target, m);
+    return !runsOnTarget(options.target, m);
   });
   if (moves.empty())
     return std::nullopt;
@@ -1664,7 +1668,21 @@ SearchResult Searcher::run() {
   return result;
 }
 
+static PolicySearchFn policySearch = nullptr;
+
+void mlir::perfdojo::setPolicySearch(PolicySearchFn search) {
+  policySearch = search;
+}
+
 SearchResult mlir::perfdojo::runSearch(Environment &env,
                                        const SearchOptions &options) {
+  if (options.strategy == Strategy::RL) {
+    if (policySearch)
+      return policySearch(env, options);
+    SearchResult result;
+    result.error = "the rl strategy needs the policy library, which this "
+                   "tool does not link (pd-tune and pd-opt do)";
+    return result;
+  }
   return Searcher(env, options).run();
 }

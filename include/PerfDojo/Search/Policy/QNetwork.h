@@ -1,0 +1,114 @@
+//===- QNetwork.h - The agent's Q-function, a dueling network ----*- C++ -*-===//
+//
+// Q(s, a) for a state s (a program) and an action a (a legal move, or stop)
+// as the paper's section 3 defines them: the action is the pair of the
+// program's embedding before and after the move, E(s) and E(s'), and stop
+// is the pair (E(s), E(s)). The embedding is a bag of hashed token features
+// (Encoder.h) through a table, learned with the rest or fixed at random,
+// then layer-normalized. The head is dueling: Q(s, a) = V(E(s)) +
+// A(E(s), E(s')) - A(E(s), E(s)), so the advantage is measured from stop
+// (a baseline every state has, where the action sets change from state to
+// state) and Q(s, stop) = V(s).
+//
+// Training is Max-Q learning (the max-Bellman target of Gottipati et al.,
+// the paper's equation 4) with double DQN: the online network picks the
+// best next action, a target network values it:
+//
+//   y = r                                         (terminal)
+//   y = max(r, gamma * Q_target(s', argmax_a' Q_online(s', a')))
+//
+// on Huber loss with Adam. libtorch (C++) runs it, on a CUDA device when
+// one is present, else on the CPU, in a module loaded on first use
+// (lib/Search/Policy/QNetworkBackend.h): nothing of libtorch shows here,
+// every libtorch error comes back as a string, and a tool that never uses
+// a policy never loads libtorch. Built without libtorch, create and load
+// say so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PERFDOJO_SEARCH_POLICY_QNETWORK_H
+#define PERFDOJO_SEARCH_POLICY_QNETWORK_H
+
+#include "PerfDojo/Search/Policy/Encoder.h"
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace perfdojo {
+
+struct QNetworkConfig {
+  /// "learned" (the table over the hashed tokens is trained) or "fixed"
+  /// (the table stays at its random start: a random projection).
+  std::string encoder = "learned";
+  unsigned buckets = 1 << 12;
+  unsigned embedding = 64;
+  unsigned hidden = 128;
+  double learningRate = 1e-3;
+  /// The discount of the max-Bellman target.
+  double gamma = 0.95;
+  uint64_t seed = 1;
+};
+
+/// One transition of the replay buffer. Every pointer stays valid for the
+/// call; `after == state` is stop.
+struct QTransition {
+  const ProgramFeatures *state = nullptr;
+  const ProgramFeatures *after = nullptr;
+  float reward = 0;
+  /// Stop, a failed check, or the episode's last step.
+  bool terminal = true;
+  /// The next state and its actions' after-programs (stop included), when
+  /// not terminal.
+  const ProgramFeatures *next = nullptr;
+  std::vector<const ProgramFeatures *> nextAfters;
+};
+
+class QNetwork {
+public:
+  ~QNetwork();
+  /// Whether the libtorch module loads.
+  static bool isAvailable();
+  /// "libtorch 1.13.1", or "none".
+  static std::string getBackendVersion();
+  /// A network with fresh random weights; null with `error` set.
+  static std::unique_ptr<QNetwork> create(const QNetworkConfig &config,
+                                          std::string &error);
+  /// A network, its target network, its optimizer's state and `metadata`
+  /// from `path`, as save wrote them; null with `error` set.
+  static std::unique_ptr<QNetwork>
+  load(const std::string &path, std::map<std::string, std::string> &metadata,
+       std::string &error);
+  /// Writes the networks, the optimizer's state, the configuration and
+  /// `metadata` to `path` (atomically: a temporary file, then a rename).
+  bool save(const std::string &path,
+            const std::map<std::string, std::string> &metadata,
+            std::string &error) const;
+
+  /// Q(s, a) for each action, given by its after-program (`state` itself
+  /// for stop), from the online network.
+  std::vector<float> evaluate(const ProgramFeatures &state,
+                              const std::vector<const ProgramFeatures *> &afters);
+  /// One gradient step on `batch`; returns the loss (negative with `error`
+  /// set on failure).
+  double train(const std::vector<QTransition> &batch, std::string &error);
+  /// Copies the online network into the target network.
+  void syncTarget();
+
+  const QNetworkConfig &getConfig() const { return config; }
+  /// "cpu" or "cuda".
+  std::string getDevice() const;
+
+  struct Impl;
+
+private:
+  QNetwork(const QNetworkConfig &config, std::unique_ptr<Impl> impl);
+  QNetworkConfig config;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace perfdojo
+} // namespace mlir
+
+#endif // PERFDOJO_SEARCH_POLICY_QNETWORK_H

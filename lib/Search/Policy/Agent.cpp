@@ -1,0 +1,549 @@
+//===- Agent.cpp - PerfLLM: the RL agent as a search policy ---------------===//
+
+#include "PerfDojo/Search/Policy/Agent.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+#include <chrono>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+//===----------------------------------------------------------------------===//
+// Versions and targets
+//===----------------------------------------------------------------------===//
+
+std::string mlir::perfdojo::getMoveCatalogueVersion() {
+  std::string description;
+  ArrayRef<std::unique_ptr<Move>> moves = MoveRegistry::get().getMoves();
+  for (const std::unique_ptr<Move> &move : moves) {
+    description += move->getName().str() + "@" +
+                   std::to_string(int(move->getLocationKind())) + ":";
+    for (StringRef param : move->getParamNames())
+      description += param.str() + ",";
+    description += "~" + move->getInverseName().str() + ";";
+  }
+  return std::to_string(moves.size()) + " moves, " +
+         hashProgramText(description).substr(0, 8);
+}
+
+std::string mlir::perfdojo::getPolicyTarget(Environment &env) {
+  if (CandidateRunner *runner = env.getOptions().runner)
+    return runner->getTarget();
+  return "cpu " + llvm::sys::getHostCPUName().str();
+}
+
+//===----------------------------------------------------------------------===//
+// Policy
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<Policy> Policy::create(const QNetworkConfig &config,
+                                       StringRef target, std::string &error) {
+  auto policy = std::make_unique<Policy>();
+  policy->network = QNetwork::create(config, error);
+  if (!policy->network)
+    return nullptr;
+  policy->metadata = {{"encoder", config.encoder},
+                      {"features", kFeatureVersion.str()},
+                      {"catalogue", getMoveCatalogueVersion()},
+                      {"target", target.str()},
+                      {"episodes", "0"}};
+  return policy;
+}
+
+std::unique_ptr<Policy> Policy::load(StringRef path, StringRef target,
+                                     std::string &error) {
+  auto policy = std::make_unique<Policy>();
+  policy->network = QNetwork::load(path.str(), policy->metadata, error);
+  if (!policy->network)
+    return nullptr;
+  auto recorded = [&](StringRef key) -> std::string {
+    auto it = policy->metadata.find(key.str());
+    return it == policy->metadata.end() ? "nothing" : "'" + it->second + "'";
+  };
+  std::string prefix = "the policy '" + path.str() + "' ";
+  if (recorded("features") != "'" + kFeatureVersion.str() + "'") {
+    error = prefix + "was trained on program features " +
+            recorded("features") + "; this build computes '" +
+            kFeatureVersion.str() + "'";
+    return nullptr;
+  }
+  std::string catalogue = getMoveCatalogueVersion();
+  if (recorded("catalogue") != "'" + catalogue + "'") {
+    error = prefix + "was trained with the move catalogue " +
+            recorded("catalogue") + "; this build has '" + catalogue +
+            "': train it again";
+    return nullptr;
+  }
+  if (!target.empty() && recorded("target") != "'" + target.str() + "'") {
+    error = prefix + "was trained for the target " + recorded("target") +
+            ", not for '" + target.str() + "'";
+    return nullptr;
+  }
+  if (recorded("encoder") != "'" + policy->network->getConfig().encoder + "'") {
+    error = prefix + "is inconsistent: its metadata names the encoder " +
+            recorded("encoder") + ", its network has '" +
+            policy->network->getConfig().encoder + "'";
+    return nullptr;
+  }
+  return policy;
+}
+
+bool Policy::save(StringRef path, std::string &error) const {
+  return network->save(path.str(), metadata, error);
+}
+
+//===----------------------------------------------------------------------===//
+// Features and actions
+//===----------------------------------------------------------------------===//
+
+const ProgramFeatures *FeatureCache::get(StringRef hash, StringRef text) {
+  if (const ProgramFeatures *known = lookup(hash))
+    return known;
+  return insert(hash, featurizeProgram(text, buckets));
+}
+
+const ProgramFeatures *FeatureCache::insert(StringRef hash,
+                                            ProgramFeatures features) {
+  auto [it, inserted] = byHash.try_emplace(hash);
+  if (inserted) {
+    it->second = std::make_unique<ProgramFeatures>(std::move(features));
+    hashes[it->second.get()] = it->first();
+  }
+  return it->second.get();
+}
+
+const ProgramFeatures *FeatureCache::lookup(StringRef hash) const {
+  auto it = byHash.find(hash);
+  return it == byHash.end() ? nullptr : it->second.get();
+}
+
+StringRef FeatureCache::getHash(const ProgramFeatures *features) const {
+  return hashes.lookup(features);
+}
+
+StateActions mlir::perfdojo::listActions(Environment &env,
+                                         const TargetInfo &target,
+                                         FeatureCache &cache) {
+  StateActions actions;
+  std::string text = env.getText();
+  actions.hash = hashProgramText(text);
+  actions.state = cache.get(actions.hash, text);
+  llvm::StringSet<> reached = {actions.hash};
+  for (const MoveInstance &move : env.getLegalMoves()) {
+    if (!runsOnTarget(target, move))
+      continue;
+    std::string reason;
+    if (failed(env.step(move, reason)))
+      continue;
+    std::string after = env.getText();
+    std::string hash = hashProgramText(after);
+    if (reached.insert(hash).second) {
+      actions.moves.push_back(move.str());
+      actions.afters.push_back(cache.get(hash, after));
+    }
+    (void)env.undo();
+  }
+  return actions;
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+Trainer::Trainer(Policy &policy, TrainingOptions options)
+    : policy(policy), options(options),
+      features(policy.getNetwork().getConfig().buckets), rng(options.seed) {}
+
+void Trainer::remember(Stored transition) {
+  replay.push_back(std::move(transition));
+  while (replay.size() > std::max(options.replayCapacity, 1u))
+    replay.pop_front();
+}
+
+double Trainer::learn(std::string &error) {
+  if (replay.size() < options.batchSize)
+    return 0;
+  double total = 0;
+  unsigned steps = 0;
+  for (unsigned u = 0; u < options.updatesPerStep; ++u) {
+    std::vector<QTransition> batch;
+    batch.reserve(options.batchSize);
+    for (unsigned i = 0; i < options.batchSize; ++i) {
+      const Stored &s = replay[rng() % replay.size()];
+      QTransition t;
+      t.state = s.state;
+      t.after = s.after;
+      t.reward = s.reward;
+      t.terminal = s.terminal;
+      t.next = s.next;
+      t.nextAfters = s.nextAfters;
+      batch.push_back(std::move(t));
+    }
+    double loss = policy.getNetwork().train(batch, error);
+    if (loss < 0)
+      return -1;
+    total += loss;
+    ++steps;
+    if (++updates % std::max(options.targetSync, 1u) == 0)
+      policy.getNetwork().syncTarget();
+  }
+  return steps ? total / steps : 0;
+}
+
+/// The index of the largest value (the first of equals).
+static size_t argmax(const std::vector<float> &values) {
+  return std::max_element(values.begin(), values.end()) - values.begin();
+}
+
+EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
+  EpisodeResult result;
+  double progress =
+      std::min(1.0, double(episode) / std::max(options.epsilonEpisodes, 1u));
+  result.epsilon = options.epsilonStart +
+                   (options.epsilonEnd - options.epsilonStart) * progress;
+  env.reset();
+  TargetInfo target;
+  if (env.getOptions().runner) {
+    target.gpu = true;
+    target.vectorWidth = 4;
+  }
+  unsigned evaluationsBefore = env.getEvaluationCount();
+  // The reward's constant c: the starting kernel's time (its first time
+  // that ran, where the starting kernel itself fails on the target).
+  std::string startHash = env.getHash();
+  Measurement start = env.measure();
+  if (start.pending) {
+    result.error = "the RL agent needs its measurements at once; it cannot "
+                   "wait for a remote runner";
+    return result;
+  }
+  if (!start.ok()) {
+    result.error = "the starting kernel fails (" +
+                   stringifyEvaluationStatus(start.status).str() +
+                   "): " + start.reason;
+    return result;
+  }
+  double c = scale.try_emplace(startHash, start.seconds).first->second;
+  double current = c / start.seconds;
+  result.bestSpeedup = current;
+  StateActions actions = listActions(env, target, features);
+  double lossSum = 0;
+  unsigned lossCount = 0;
+  std::uniform_real_distribution<double> coin(0, 1);
+  for (unsigned step = 0; step < options.horizon; ++step) {
+    // Stop is the action whose after-program is the state itself.
+    std::vector<const ProgramFeatures *> choices = actions.afters;
+    choices.push_back(actions.state);
+    size_t choice;
+    if (coin(rng) < result.epsilon)
+      choice = rng() % choices.size();
+    else
+      choice = argmax(policy.getNetwork().evaluate(*actions.state, choices));
+    Stored t{actions.state, choices[choice], 0, true, nullptr, {}};
+    if (choice == actions.moves.size()) {
+      t.reward = float(current);
+      remember(std::move(t));
+      result.finalSpeedup = current;
+      break;
+    }
+    std::string reason;
+    if (failed(env.step(actions.moves[choice], reason))) {
+      result.error = "a listed move does not apply: " + reason;
+      return result;
+    }
+    ++result.moves;
+    Measurement m = env.measure();
+    if (!m.ok()) {
+      // A failed check ends the episode without reward.
+      remember(std::move(t));
+      result.finalSpeedup = 0;
+      break;
+    }
+    current = c / m.seconds;
+    result.bestSpeedup = std::max(result.bestSpeedup, current);
+    result.finalSpeedup = current;
+    t.reward = float(current);
+    t.terminal = step + 1 == options.horizon;
+    if (!t.terminal) {
+      actions = listActions(env, target, features);
+      t.next = actions.state;
+      t.nextAfters = actions.afters;
+      if (t.nextAfters.size() > options.maxNextActions) {
+        std::shuffle(t.nextAfters.begin(), t.nextAfters.end(), rng);
+        t.nextAfters.resize(options.maxNextActions);
+      }
+      t.nextAfters.push_back(actions.state);
+    }
+    remember(std::move(t));
+    std::string error;
+    double loss = learn(error);
+    if (loss < 0) {
+      result.error = error;
+      return result;
+    }
+    if (replay.size() >= options.batchSize) {
+      lossSum += loss;
+      ++lossCount;
+    }
+  }
+  result.meanLoss = lossCount ? lossSum / lossCount : 0;
+  result.evaluations = env.getEvaluationCount() - evaluationsBefore;
+  return result;
+}
+
+// The replay file, one record per line:
+//   p <hash> <id>:<weight> ...                 a program's features
+//   t <state> <after> <reward> <terminal> <next|-> <after>,...
+void Trainer::writeReplay(llvm::raw_ostream &os) const {
+  llvm::DenseSet<const ProgramFeatures *> written;
+  auto program = [&](const ProgramFeatures *f) {
+    if (!f || !written.insert(f).second)
+      return;
+    os << "p " << features.getHash(f);
+    for (auto [id, weight] : llvm::zip(f->ids, f->weights))
+      os << " " << id << ":" << llvm::format("%.9g", weight);
+    os << "\n";
+  };
+  for (const Stored &s : replay) {
+    program(s.state);
+    program(s.after);
+    program(s.next);
+    for (const ProgramFeatures *f : s.nextAfters)
+      program(f);
+    os << "t " << features.getHash(s.state) << " " << features.getHash(s.after)
+       << " " << llvm::format("%.9g", s.reward) << " " << int(s.terminal)
+       << " " << (s.next ? features.getHash(s.next) : StringRef("-")) << " ";
+    for (auto [i, f] : llvm::enumerate(s.nextAfters))
+      os << (i ? "," : "") << features.getHash(f);
+    os << "\n";
+  }
+}
+
+LogicalResult Trainer::readReplay(StringRef text, std::string &error) {
+  unsigned lineNumber = 0;
+  for (StringRef line : llvm::split(text, '\n')) {
+    ++lineNumber;
+    line = line.trim();
+    if (line.empty())
+      continue;
+    SmallVector<StringRef> words;
+    line.split(words, ' ', -1, /*KeepEmpty=*/false);
+    auto bad = [&](StringRef why) {
+      error = "line " + std::to_string(lineNumber) + ": " + why.str();
+      return failure();
+    };
+    if (words[0] == "p") {
+      if (words.size() < 2)
+        return bad("a program record needs a hash");
+      ProgramFeatures f;
+      for (StringRef word : llvm::drop_begin(words, 2)) {
+        auto [id, weight] = word.split(':');
+        int32_t value;
+        double w;
+        if (id.getAsInteger(10, value) || weight.getAsDouble(w))
+          return bad("malformed feature '" + word.str() + "'");
+        f.ids.push_back(value);
+        f.weights.push_back(float(w));
+      }
+      features.insert(words[1], std::move(f));
+      continue;
+    }
+    if (words[0] != "t" || words.size() < 6)
+      return bad("expected a program (p) or transition (t) record");
+    auto find = [&](StringRef hash) { return features.lookup(hash); };
+    Stored s{find(words[1]), find(words[2]), 0, words[4] == "1",
+             words[5] == "-" ? nullptr : find(words[5]), {}};
+    double reward;
+    if (!s.state || !s.after || (words[5] != "-" && !s.next))
+      return bad("a transition names a program not recorded before it");
+    if (words[3].getAsDouble(reward))
+      return bad("malformed reward '" + words[3].str() + "'");
+    s.reward = float(reward);
+    if (words.size() > 6)
+      for (StringRef hash : llvm::split(words[6], ',')) {
+        const ProgramFeatures *f = find(hash);
+        if (!f)
+          return bad("a transition names a program not recorded before it");
+        s.nextAfters.push_back(f);
+      }
+    remember(std::move(s));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Search with a trained policy
+//===----------------------------------------------------------------------===//
+
+namespace {
+class PolicySearch {
+public:
+  PolicySearch(Environment &env, Policy &policy, const SearchOptions &options)
+      : env(env), policy(policy), options(options),
+        horizon(std::max(options.horizon, 1u)),
+        features(policy.getNetwork().getConfig().buckets), rng(options.seed),
+        begin(std::chrono::steady_clock::now()) {}
+
+  SearchResult run();
+
+private:
+  using Sequence = std::vector<std::string>;
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         begin)
+        .count();
+  }
+  bool exhausted() const {
+    return stopped || result.evaluations >= options.budget ||
+           (options.timeBudget > 0 && elapsed() >= options.timeBudget);
+  }
+  /// Measures the current state unless this search has; returns whether it
+  /// runs correctly (false ends a rollout).
+  bool visit();
+  /// One rollout from `from`, exploring with probability `epsilon`.
+  /// Returns whether it measured a program not measured before.
+  bool rollout(const Sequence &from, double epsilon);
+
+  Environment &env;
+  Policy &policy;
+  const SearchOptions &options;
+  unsigned horizon;
+  FeatureCache features;
+  std::mt19937_64 rng;
+  std::chrono::steady_clock::time_point begin;
+  SearchResult result;
+  bool stopped = false;
+  /// Programs measured by this search: whether each runs correctly.
+  llvm::StringMap<bool> measured;
+};
+} // namespace
+
+bool PolicySearch::visit() {
+  std::string hash = env.getHash();
+  if (auto it = measured.find(hash); it != measured.end())
+    return it->second;
+  Measurement m = env.measure();
+  if (m.pending) {
+    result.error = "the RL policy needs its measurements at once; it "
+                   "cannot wait for a remote runner (run it with --runner "
+                   "or on the GPU machine)";
+    stopped = true;
+    return false;
+  }
+  measured[hash] = m.ok();
+  ++result.evaluations;
+  if (!m.ok()) {
+    ++result.failures;
+    result.lastFailure =
+        stringifyEvaluationStatus(m.status).str() + ": " + m.reason;
+  } else if (!result.best.ok() || result.best.seconds == 0 ||
+             m.seconds < result.best.seconds) {
+    result.best = m;
+    result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
+    env.setSlowSeconds(3 * m.seconds);
+  }
+  result.trace.push_back(result.best.ok() ? result.best.seconds : 0);
+  if (options.onProgress) {
+    SearchProgress progress;
+    progress.evaluations = result.evaluations;
+    progress.budget = options.budget;
+    progress.elapsedSeconds = elapsed();
+    progress.bestSeconds = result.best.ok() ? result.best.seconds : 0;
+    progress.startSeconds = result.start.ok() ? result.start.seconds : 0;
+    progress.lastStatus = stringifyEvaluationStatus(m.status).str();
+    options.onProgress(progress);
+  }
+  return m.ok();
+}
+
+bool PolicySearch::rollout(const Sequence &from, double epsilon) {
+  std::string reason;
+  if (failed(env.replay(from, reason)))
+    return false;
+  unsigned before = result.evaluations;
+  std::uniform_real_distribution<double> coin(0, 1);
+  for (unsigned step = 0; step < horizon && !exhausted(); ++step) {
+    StateActions actions = listActions(env, options.target, features);
+    std::vector<const ProgramFeatures *> choices = actions.afters;
+    choices.push_back(actions.state);
+    std::vector<float> q =
+        policy.getNetwork().evaluate(*actions.state, choices);
+    size_t choice = argmax(q);
+    if (coin(rng) < epsilon)
+      choice = rng() % choices.size();
+    if (choice == actions.moves.size())
+      break; // stop
+    if (failed(env.step(actions.moves[choice], reason)) || !visit())
+      break;
+  }
+  return result.evaluations > before;
+}
+
+SearchResult PolicySearch::run() {
+  env.reset();
+  Measurement reference = env.measureStart();
+  if (!reference.ok()) {
+    result.error = "the starting kernel fails (" +
+                   stringifyEvaluationStatus(reference.status).str() +
+                   "): " + reference.reason;
+    return result;
+  }
+  // The starting kernel, then the heuristic's program to start from.
+  visit();
+  result.start = env.measure();
+  applyHeuristic(env, options.startFrom, options.target);
+  Sequence origin(env.getMoves().begin(), env.getMoves().end());
+  if (!origin.empty())
+    visit();
+  if (stopped)
+    return result;
+  // A greedy rollout, then rollouts that explore a little more each time,
+  // alternately from the origin and from the best program so far.
+  unsigned idle = 0, rollouts = 0;
+  constexpr unsigned kIdleLimit = 50;
+  while (!exhausted()) {
+    double epsilon = rollouts == 0 ? 0.0 : std::min(0.5, 0.05 * rollouts);
+    const Sequence &from =
+        rollouts % 2 == 1 && result.best.ok() ? result.bestMoves : origin;
+    ++rollouts;
+    if (rollout(from, epsilon)) {
+      idle = 0;
+    } else if (++idle >= kIdleLimit) {
+      result.stoppedEarly = std::to_string(kIdleLimit) +
+                            " rollouts in a row met no new program (the "
+                            "policy's neighbourhood is exhausted)";
+      break;
+    }
+  }
+  if ((!result.best.ok() || result.best.seconds == 0) && result.error.empty())
+    result.error = "no program the policy reached runs on the target (" +
+                   result.lastFailure + ")";
+  return result;
+}
+
+SearchResult mlir::perfdojo::runPolicySearch(Environment &env, Policy &policy,
+                                             const SearchOptions &options) {
+  return PolicySearch(env, policy, options).run();
+}
+
+static SearchResult searchWithPolicyFile(Environment &env,
+                                         const SearchOptions &options) {
+  SearchResult result;
+  if (options.policyPath.empty()) {
+    result.error = "the rl strategy needs a policy file (pd-train's output)";
+    return result;
+  }
+  std::unique_ptr<Policy> policy =
+      Policy::load(options.policyPath, getPolicyTarget(env), result.error);
+  if (!policy)
+    return result;
+  return runPolicySearch(env, *policy, options);
+}
+
+void mlir::perfdojo::registerPolicySearch() {
+  setPolicySearch(searchWithPolicyFile);
+}

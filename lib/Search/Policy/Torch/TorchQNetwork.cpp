@@ -1,0 +1,383 @@
+//===- TorchQNetwork.cpp - The agent's Q-function in libtorch -------------===//
+//
+// The module PerfDojoTorchPolicy.so (see QNetworkBackend.h). Built with C++
+// exceptions and RTTI, which libtorch needs: every libtorch call that may
+// throw is inside a try block here, and only strings leave this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../QNetworkBackend.h"
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <cstdio>
+#include <unordered_map>
+
+using namespace mlir;
+using namespace mlir::perfdojo;
+
+namespace {
+/// The network: embedding table, layer norm, value and advantage streams.
+struct DuelingNet : torch::nn::Module {
+  DuelingNet(const QNetworkConfig &config) {
+    table = register_module(
+        "table", torch::nn::EmbeddingBag(
+                     torch::nn::EmbeddingBagOptions(config.buckets,
+                                                    config.embedding)
+                         .mode(torch::kSum)));
+    {
+      torch::NoGradGuard noGrad;
+      // A token bag sums a few hundred rows: rows of norm about one keep
+      // the sum's scale independent of the table size.
+      table->weight.normal_(0, 1.0 / std::sqrt(double(config.embedding)));
+    }
+    if (config.encoder == "fixed")
+      table->weight.set_requires_grad(false);
+    norm = register_module(
+        "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions(
+                    {int64_t(config.embedding)})));
+    int64_t d = config.embedding, h = config.hidden;
+    value = register_module(
+        "value", torch::nn::Sequential(torch::nn::Linear(d, h),
+                                       torch::nn::ReLU(),
+                                       torch::nn::Linear(h, 1)));
+    advantage = register_module(
+        "advantage",
+        torch::nn::Sequential(torch::nn::Linear(3 * d, h), torch::nn::ReLU(),
+                              torch::nn::Linear(h, h), torch::nn::ReLU(),
+                              torch::nn::Linear(h, 1)));
+  }
+
+  /// Embeddings of bags given as flat ids/weights with offsets.
+  torch::Tensor embed(const torch::Tensor &ids, const torch::Tensor &offsets,
+                      const torch::Tensor &weights) {
+    return norm(table(ids, offsets, weights));
+  }
+
+  /// Q for rows of (E(s), E(s')).
+  torch::Tensor q(const torch::Tensor &states, const torch::Tensor &afters) {
+    torch::Tensor v = value->forward(states).squeeze(1);
+    torch::Tensor a = advantage->forward(
+        torch::cat({states, afters, afters - states}, 1));
+    torch::Tensor stop = advantage->forward(
+        torch::cat({states, states, torch::zeros_like(states)}, 1));
+    return v + (a - stop).squeeze(1);
+  }
+
+  torch::nn::EmbeddingBag table{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::Sequential value{nullptr}, advantage{nullptr};
+};
+
+/// Programs of one call, each embedded once.
+struct Bags {
+  std::unordered_map<const ProgramFeatures *, int64_t> index;
+  std::vector<const ProgramFeatures *> programs;
+
+  int64_t add(const ProgramFeatures *features) {
+    auto [it, inserted] = index.try_emplace(features, programs.size());
+    if (inserted)
+      programs.push_back(features);
+    return it->second;
+  }
+
+  torch::Tensor embed(DuelingNet &net, const torch::Device &device) const {
+    std::vector<int64_t> ids, offsets;
+    std::vector<float> weights;
+    for (const ProgramFeatures *features : programs) {
+      offsets.push_back(ids.size());
+      ids.insert(ids.end(), features->ids.begin(), features->ids.end());
+      weights.insert(weights.end(), features->weights.begin(),
+                     features->weights.end());
+    }
+    auto longs = torch::TensorOptions().dtype(torch::kLong);
+    torch::Tensor idT = torch::tensor(ids, longs).to(device);
+    torch::Tensor offsetT = torch::tensor(offsets, longs).to(device);
+    torch::Tensor weightT = torch::tensor(weights).to(device);
+    return net.embed(idT, offsetT, weightT);
+  }
+};
+
+torch::Tensor indexTensor(const std::vector<int64_t> &values,
+                          const torch::Device &device) {
+  return torch::tensor(values, torch::TensorOptions().dtype(torch::kLong))
+      .to(device);
+}
+} // namespace
+
+/// The first line of a libtorch error (the rest is a C++ backtrace).
+static std::string firstLine(const std::exception &e) {
+  std::string message = e.what();
+  return message.substr(0, message.find('\n'));
+}
+
+static void writeConfig(torch::serialize::OutputArchive &archive,
+                        const QNetworkConfig &config) {
+  archive.write("config/encoder", c10::IValue(config.encoder));
+  archive.write("config/buckets", c10::IValue(int64_t(config.buckets)));
+  archive.write("config/embedding", c10::IValue(int64_t(config.embedding)));
+  archive.write("config/hidden", c10::IValue(int64_t(config.hidden)));
+  archive.write("config/learning_rate", c10::IValue(config.learningRate));
+  archive.write("config/gamma", c10::IValue(config.gamma));
+  archive.write("config/seed", c10::IValue(int64_t(config.seed)));
+}
+
+static QNetworkConfig readConfig(torch::serialize::InputArchive &archive) {
+  QNetworkConfig config;
+  c10::IValue value;
+  archive.read("config/encoder", value);
+  config.encoder = value.toStringRef();
+  archive.read("config/buckets", value);
+  config.buckets = unsigned(value.toInt());
+  archive.read("config/embedding", value);
+  config.embedding = unsigned(value.toInt());
+  archive.read("config/hidden", value);
+  config.hidden = unsigned(value.toInt());
+  archive.read("config/learning_rate", value);
+  config.learningRate = value.toDouble();
+  archive.read("config/gamma", value);
+  config.gamma = value.toDouble();
+  archive.read("config/seed", value);
+  config.seed = uint64_t(value.toInt());
+  return config;
+}
+
+namespace {
+class TorchQNetwork final : public QNetworkBackend {
+public:
+  TorchQNetwork(const QNetworkConfig &config)
+      : device(torch::cuda::is_available() ? torch::kCUDA : torch::kCPU),
+        online(std::make_shared<DuelingNet>(config)),
+        target(std::make_shared<DuelingNet>(config)),
+        optimizer(online->parameters(),
+                  torch::optim::AdamOptions(config.learningRate)) {
+    online->to(device);
+    target->to(device);
+    syncTarget();
+  }
+
+  /// Reads the networks and the optimizer's state from `archive`.
+  void read(torch::serialize::InputArchive &archive) {
+    torch::serialize::InputArchive onlineArchive, targetArchive,
+        optimizerArchive;
+    archive.read("online", onlineArchive);
+    archive.read("target", targetArchive);
+    archive.read("optimizer", optimizerArchive);
+    online->load(onlineArchive);
+    target->load(targetArchive);
+    optimizer.load(optimizerArchive);
+    online->to(device);
+    target->to(device);
+  }
+
+  void syncTarget() override {
+    torch::NoGradGuard noGrad;
+    auto from = online->named_parameters();
+    for (auto &to : target->named_parameters())
+      to.value().copy_(from[to.key()]);
+    auto fromBuffers = online->named_buffers();
+    for (auto &to : target->named_buffers())
+      to.value().copy_(fromBuffers[to.key()]);
+  }
+
+  std::vector<float>
+  evaluate(const ProgramFeatures &state,
+           const std::vector<const ProgramFeatures *> &afters) override;
+  double train(const std::vector<QTransition> &batch, double gamma,
+               std::string &error) override;
+  bool save(const std::string &path, const QNetworkConfig &config,
+            const std::map<std::string, std::string> &metadata,
+            std::string &error) override;
+  std::string getDevice() const override {
+    return device.is_cuda() ? "cuda" : "cpu";
+  }
+
+private:
+  torch::Device device;
+  std::shared_ptr<DuelingNet> online, target;
+  torch::optim::Adam optimizer;
+};
+
+class TorchFactory final : public QNetworkFactory {
+public:
+  std::string getVersion() const override {
+    return std::string("libtorch ") + TORCH_VERSION;
+  }
+
+  QNetworkBackend *create(const QNetworkConfig &config,
+                          std::string &error) override {
+    try {
+      torch::set_num_threads(1);
+      torch::manual_seed(config.seed);
+      return new TorchQNetwork(config);
+    } catch (const std::exception &e) {
+      error = "libtorch: " + firstLine(e);
+      return nullptr;
+    }
+  }
+
+  QNetworkBackend *load(const std::string &path, QNetworkConfig &config,
+                        std::map<std::string, std::string> &metadata,
+                        std::string &error) override {
+    try {
+      torch::set_num_threads(1);
+      torch::serialize::InputArchive archive;
+      archive.load_from(path);
+      config = readConfig(archive);
+      c10::IValue keys;
+      archive.read("meta/keys", keys);
+      for (const c10::IValue &key : keys.toListRef()) {
+        c10::IValue value;
+        archive.read("meta/value/" + key.toStringRef(), value);
+        metadata[key.toStringRef()] = value.toStringRef();
+      }
+      auto network = std::make_unique<TorchQNetwork>(config);
+      network->read(archive);
+      return network.release();
+    } catch (const std::exception &e) {
+      error = "'" + path + "' is not a policy file: " + firstLine(e);
+      return nullptr;
+    }
+  }
+};
+} // namespace
+
+bool TorchQNetwork::save(const std::string &path, const QNetworkConfig &config,
+                         const std::map<std::string, std::string> &metadata,
+                         std::string &error) {
+  std::string temporary = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive archive, onlineArchive, targetArchive,
+        optimizerArchive;
+    writeConfig(archive, config);
+    c10::List<std::string> keys;
+    for (const auto &[key, value] : metadata) {
+      keys.push_back(key);
+      archive.write("meta/value/" + key, c10::IValue(value));
+    }
+    archive.write("meta/keys", c10::IValue(keys));
+    online->save(onlineArchive);
+    target->save(targetArchive);
+    optimizer.save(optimizerArchive);
+    archive.write("online", onlineArchive);
+    archive.write("target", targetArchive);
+    archive.write("optimizer", optimizerArchive);
+    archive.save_to(temporary);
+  } catch (const std::exception &e) {
+    error = "cannot write '" + path + "': " + firstLine(e);
+    std::remove(temporary.c_str());
+    return false;
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = "cannot write '" + path + "': rename failed";
+    std::remove(temporary.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::vector<float>
+TorchQNetwork::evaluate(const ProgramFeatures &state,
+                        const std::vector<const ProgramFeatures *> &afters) {
+  if (afters.empty())
+    return {};
+  torch::NoGradGuard noGrad;
+  Bags bags;
+  int64_t s = bags.add(&state);
+  std::vector<int64_t> stateRows, afterRows;
+  for (const ProgramFeatures *after : afters) {
+    stateRows.push_back(s);
+    afterRows.push_back(bags.add(after));
+  }
+  torch::Tensor embedded = bags.embed(*online, device);
+  torch::Tensor q = online->q(
+      embedded.index_select(0, indexTensor(stateRows, device)),
+      embedded.index_select(0, indexTensor(afterRows, device)));
+  q = q.to(torch::kCPU).contiguous();
+  return std::vector<float>(q.data_ptr<float>(),
+                            q.data_ptr<float>() + q.numel());
+}
+
+double TorchQNetwork::train(const std::vector<QTransition> &batch,
+                            double gamma, std::string &error) {
+  if (batch.empty())
+    return 0;
+  try {
+        // The max-Bellman targets, without gradients.
+    std::vector<float> targets(batch.size());
+    {
+      torch::NoGradGuard noGrad;
+      Bags bags;
+      std::vector<int64_t> nextRows, afterRows, owner;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const QTransition &t = batch[i];
+        if (t.terminal)
+          continue;
+        int64_t n = bags.add(t.next);
+        for (const ProgramFeatures *after : t.nextAfters) {
+          nextRows.push_back(n);
+          afterRows.push_back(bags.add(after));
+          owner.push_back(int64_t(i));
+        }
+      }
+      std::vector<float> onlineQ, targetQ;
+      if (!owner.empty()) {
+        torch::Tensor n = indexTensor(nextRows, device);
+        torch::Tensor a = indexTensor(afterRows, device);
+        torch::Tensor eo = bags.embed(*online, device);
+        torch::Tensor et = bags.embed(*target, device);
+        torch::Tensor qo = online->q(eo.index_select(0, n),
+                                           eo.index_select(0, a))
+                               .to(torch::kCPU)
+                               .contiguous();
+        torch::Tensor qt = target->q(et.index_select(0, n),
+                                           et.index_select(0, a))
+                               .to(torch::kCPU)
+                               .contiguous();
+        onlineQ.assign(qo.data_ptr<float>(), qo.data_ptr<float>() + qo.numel());
+        targetQ.assign(qt.data_ptr<float>(), qt.data_ptr<float>() + qt.numel());
+      }
+      // Double DQN: the online network's best next action, the target
+      // network's value of it.
+      std::vector<float> bestOnline(batch.size(), -INFINITY),
+          valueOfBest(batch.size(), 0);
+      for (size_t row = 0; row < owner.size(); ++row) {
+        int64_t i = owner[row];
+        if (onlineQ[row] > bestOnline[i]) {
+          bestOnline[i] = onlineQ[row];
+          valueOfBest[i] = targetQ[row];
+        }
+      }
+      for (size_t i = 0; i < batch.size(); ++i)
+        targets[i] = batch[i].terminal || batch[i].nextAfters.empty()
+                         ? batch[i].reward
+                         : std::max(batch[i].reward,
+                                    float(gamma) * valueOfBest[i]);
+    }
+    // Q(s, a) with gradients.
+    Bags bags;
+    std::vector<int64_t> stateRows, afterRows;
+    for (const QTransition &t : batch) {
+      stateRows.push_back(bags.add(t.state));
+      afterRows.push_back(bags.add(t.after));
+    }
+    torch::Tensor embedded = bags.embed(*online, device);
+    torch::Tensor q = online->q(
+        embedded.index_select(0, indexTensor(stateRows, device)),
+        embedded.index_select(0, indexTensor(afterRows, device)));
+    torch::Tensor y = torch::tensor(targets).to(device);
+    torch::Tensor loss = torch::smooth_l1_loss(q, y);
+    optimizer.zero_grad();
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(online->parameters(), 10.0);
+    optimizer.step();
+    return loss.item<double>();
+  } catch (const std::exception &e) {
+    error = "libtorch: " + firstLine(e);
+    return -1;
+  }
+}
+
+extern "C" QNetworkFactory *perfdojoQNetworkFactory() {
+  static TorchFactory factory;
+  return &factory;
+}
