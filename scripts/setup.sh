@@ -4,7 +4,8 @@
 # Installs every Debian package PerfDojo needs (skipping those already
 # present), makes the Python virtual environment .venv (Debian's python3 with
 # the PyPI packages of python/requirements.txt: nanobind, numpy, gymnasium,
-# onnx, pytest) and builds everything into build/, the Python package
+# onnx, pytest) and builds everything (the RL agent's libtorch module
+# included) into build/, the Python package
 # included (build/python_packages, on .venv's path). Safe to run again: it
 # only rebuilds what changed. Then `. .venv/bin/activate` for
 # `import perfdojo`.
@@ -21,6 +22,7 @@ packages=(
   libgtest-dev libbenchmark-dev                            # tests, benchmarks
   libsqlite3-dev                                           # tuning database
   libtcmalloc-minimal4                                     # faster malloc
+  libtorch-dev libopenblas0-pthread                        # the RL agent's network (OpenBLAS, not the reference BLAS)
   python3 python3-numpy                                    # reference checks
   python3-dev python3-venv                                 # the Python package
 )

@@ -7,6 +7,7 @@
 
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
 #include "PerfDojo/InitAllPerfDojo.h"
+#include "PerfDojo/Search/Policy/Agent.h"
 #include "PerfDojo/Search/SearchPass.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
   expandApplyShorthand(args, expanded);
   registerAllPerfDojoPasses();
   perfdojo::registerSearchPass();
+  perfdojo::registerPolicySearch();
   // Transform scripts of moves (pd-export-transform) run in pd-opt too.
   transform::registerTransformPasses();
   DialectRegistry registry;

@@ -23,7 +23,9 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
     are read from and written to a tuning database, keyed by the kernel,
     this CPU and the toolchain. An unknown strategy, graph or start, a
     database that does not open, or a best sequence that does not replay
-    fails the pass.
+    fails the pass. Strategy `rl` plays a policy trained by `pd-train`
+    (`policy=FILE`; tools that do not link the policy library, such as the
+    dialect plugin, refuse it).
 
     ```sh
     pd-opt k.mlir --pd-search="strategy=anneal budget=200 threads=4"
@@ -32,7 +34,11 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", "\"anneal\"",
-           "naive, greedy, expert, random or anneal">,
+           "naive, greedy, expert, random, anneal or rl">,
+    Option<"policy", "policy", "std::string", "\"\"",
+           "rl: the policy file pd-train wrote">,
+    Option<"horizon", "horizon", "unsigned", "8",
+           "rl: moves per rollout at most">,
     Option<"graph", "graph", "std::string", "\"edges\"",
            "edges or sequences">,
     Option<"startFrom", "start-from", "std::string", "\"expert\"",

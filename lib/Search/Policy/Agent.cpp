@@ -212,8 +212,9 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     target.vectorWidth = 4;
   }
   unsigned evaluationsBefore = env.getEvaluationCount();
-  // The reward's constant c: the starting kernel's time (its first time
-  // that ran, where the starting kernel itself fails on the target).
+  // The reward's constant c: the starting kernel's time; where the starting
+  // kernel itself fails on the target (one GPU thread may time out), the
+  // first time of the kernel that ran. A state that fails earns nothing.
   std::string startHash = env.getHash();
   Measurement start = env.measure();
   if (start.pending) {
@@ -221,14 +222,13 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
                    "wait for a remote runner";
     return result;
   }
-  if (!start.ok()) {
-    result.error = "the starting kernel fails (" +
-                   stringifyEvaluationStatus(start.status).str() +
-                   "): " + start.reason;
-    return result;
-  }
-  double c = scale.try_emplace(startHash, start.seconds).first->second;
-  double current = c / start.seconds;
+  auto rewardOf = [&](const Measurement &m) {
+    if (!m.ok() || m.seconds <= 0)
+      return 0.0;
+    double c = scale.try_emplace(startHash, m.seconds).first->second;
+    return c / m.seconds;
+  };
+  double current = rewardOf(start);
   result.bestSpeedup = current;
   StateActions actions = listActions(env, target, features);
   double lossSum = 0;
@@ -257,13 +257,18 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     }
     ++result.moves;
     Measurement m = env.measure();
+    if (m.pending) {
+      result.error = "the RL agent needs its measurements at once; it "
+                     "cannot wait for a remote runner";
+      return result;
+    }
     if (!m.ok()) {
       // A failed check ends the episode without reward.
       remember(std::move(t));
       result.finalSpeedup = 0;
       break;
     }
-    current = c / m.seconds;
+    current = rewardOf(m);
     result.bestSpeedup = std::max(result.bestSpeedup, current);
     result.finalSpeedup = current;
     t.reward = float(current);

@@ -34,11 +34,18 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
     std::optional<Strategy> chosen = parseStrategy(strategy);
     std::optional<Strategy> start = parseStrategy(startFrom);
     if (!chosen || !start || *start == Strategy::Random ||
-        *start == Strategy::Anneal ||
+        *start == Strategy::Anneal || *start == Strategy::RL ||
         (graph != "edges" && graph != "sequences")) {
       getOperation().emitError()
           << "pd-search: unknown strategy '" << strategy << "', graph '"
           << graph << "' or start-from '" << startFrom << "'";
+      return signalPassFailure();
+    }
+    if ((*chosen == Strategy::RL) != !policy.empty()) {
+      getOperation().emitError()
+          << "pd-search: " << (policy.empty()
+                                   ? "strategy rl needs policy=FILE"
+                                   : "policy=FILE is for strategy rl");
       return signalPassFailure();
     }
     std::unique_ptr<TuningDatabase> database;
@@ -78,7 +85,14 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
     options.strategy = chosen;
     options.graph = graph == "sequences" ? SearchGraph::Sequences
                                          : SearchGraph::Edges;
-    options.startFrom = start;
+    // A policy plays from the naive program it was trained on, unless
+    // told otherwise.
+    options.startFrom =
+        chosen == Strategy::RL && startFrom.getNumOccurrences() == 0
+            ? Strategy::Naive
+            : start;
+    options.policyPath = policy;
+    options.horizon = horizon;
     options.target.threads = threads;
     options.budget = budget;
     options.timeBudget = timeBudget;
