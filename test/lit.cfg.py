@@ -29,6 +29,10 @@ config.substitutions.append(("%cc", config.perfdojo_cc))
 config.substitutions.append(("%openmp_dir", config.perfdojo_openmp_dir))
 config.substitutions.append(("%perfdojo_obj", config.perfdojo_obj_root))
 config.substitutions.append(("%perfdojo_src", config.perfdojo_src_root))
+# The RL agent's libtorch module (lib/Search/Policy/Torch), when built.
+if os.path.exists(os.path.join(config.perfdojo_lib_dir,
+                               "PerfDojoTorchPolicy" + config.llvm_shlib_ext)):
+    config.available_features.add("torch-policy")
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 
