@@ -11,7 +11,7 @@
 
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/InitAllPerfDojo.h"
-#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

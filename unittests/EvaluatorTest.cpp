@@ -2,7 +2,7 @@
 
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/InitAllPerfDojo.h"
-#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "mlir/IR/MLIRContext.h"
 #include "gtest/gtest.h"
 #include <cmath>

@@ -1,7 +1,7 @@
 //===- InterpreterTest.cpp - Reference interpreter semantics --------------===//
 
 #include "PerfDojo/Conversion/TextForm.h"
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "gtest/gtest.h"

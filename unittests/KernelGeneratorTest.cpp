@@ -1,9 +1,9 @@
 //===- KernelGeneratorTest.cpp - Random kernels verify, round-trip, run ---===//
 
-#include "PerfDojo/Search/KernelGenerator.h"
+#include "PerfDojo/Search/Interpreter/KernelGenerator.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"

@@ -2,8 +2,8 @@
 
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/InitAllPerfDojo.h"
-#include "PerfDojo/Search/Environment.h"
-#include "PerfDojo/Search/TuningDatabase.h"
+#include "PerfDojo/Search/Tuning/Environment.h"
+#include "PerfDojo/Search/Tuning/TuningDatabase.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"

@@ -5,7 +5,7 @@
 #include "PerfDojo/Conversion/Linalg/Passes.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
-#include "PerfDojo/Search/Passes.h"
+#include "PerfDojo/Search/Interpreter/Passes.h"
 #include "PerfDojo/Transforms/Move.h"
 #include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Passes.h"

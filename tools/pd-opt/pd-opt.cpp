@@ -8,7 +8,7 @@
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Policy/Agent.h"
-#include "PerfDojo/Search/SearchPass.h"
+#include "PerfDojo/Search/Tuning/SearchPass.h"
 #include "PerfDojo/Support/InputChecks.h"
 #include "PerfDojo/Support/ToolMain.h"
 #include "mlir/Dialect/Transform/Transforms/Passes.h"

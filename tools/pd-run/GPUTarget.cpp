@@ -9,7 +9,7 @@
 
 #include "GPUTarget.h"
 #include "PerfDojo/Conversion/TextForm.h"
-#include "PerfDojo/Search/ExpectedOutputs.h"
+#include "PerfDojo/Search/Evaluator/ExpectedOutputs.h"
 #include "PerfDojo/Transforms/Move.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"

@@ -5,7 +5,7 @@
 #define PERFDOJO_TOOLS_PDRUN_GPUTARGET_H
 
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 
 namespace mlir {
 namespace perfdojo {

@@ -10,7 +10,7 @@
 #ifndef PERFDOJO_LIB_SEARCH_EVALUATOR_ELEMENTFORMAT_H
 #define PERFDOJO_LIB_SEARCH_EVALUATOR_ELEMENTFORMAT_H
 
-#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "PerfDojo/Support/DiagnosticText.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"

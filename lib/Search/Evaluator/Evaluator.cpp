@@ -1,6 +1,6 @@
 //===- Evaluator.cpp - Compile, run, check and time a kernel --------------===//
 
-#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "ElementFormat.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Support/ChildProcess.h"

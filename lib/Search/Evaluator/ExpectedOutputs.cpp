@@ -1,6 +1,6 @@
 //===- ExpectedOutputs.cpp - What a GPU package is checked against --------===//
 
-#include "PerfDojo/Search/ExpectedOutputs.h"
+#include "PerfDojo/Search/Evaluator/ExpectedOutputs.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include <cmath>

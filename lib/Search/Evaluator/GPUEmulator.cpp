@@ -1,6 +1,6 @@
 //===- GPUEmulator.cpp - Run the GPU lowering's kernels on the CPU --------===//
 
-#include "PerfDojo/Search/GPUEmulator.h"
+#include "PerfDojo/Search/Evaluator/GPUEmulator.h"
 #include "ElementFormat.h"
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
 #include "PerfDojo/Conversion/GPU/Passes.h"

@@ -1,6 +1,6 @@
 //===- Machine.cpp - Measured limits of this machine ----------------------===//
 
-#include "PerfDojo/Search/Machine.h"
+#include "PerfDojo/Search/Evaluator/Machine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"

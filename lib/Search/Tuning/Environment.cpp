@@ -1,6 +1,6 @@
 //===- Environment.cpp - The optimization game as an API ------------------===//
 
-#include "PerfDojo/Search/Environment.h"
+#include "PerfDojo/Search/Tuning/Environment.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/StringExtras.h"

@@ -1,6 +1,6 @@
 //===- PackageRunner.cpp - Candidates measured on a GPU via packages ------===//
 
-#include "PerfDojo/Search/PackageRunner.h"
+#include "PerfDojo/Search/Tuning/PackageRunner.h"
 #include "PerfDojo/Support/DiagnosticText.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,6 +1,6 @@
 //===- Search.cpp - Heuristic passes and search strategies ----------------===//
 
-#include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Search/Tuning/Search.h"
 #include "PerfDojo/Conversion/GPU/Passes.h"
 #include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Moves.h"

@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/Conversion/TextForm.h"
-#include "PerfDojo/Search/Search.h"
-#include "PerfDojo/Search/SearchPass.h"
+#include "PerfDojo/Search/Tuning/Search.h"
+#include "PerfDojo/Search/Tuning/SearchPass.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -22,7 +22,7 @@ using namespace mlir::perfdojo;
 namespace mlir {
 namespace perfdojo {
 #define GEN_PASS_DEF_SEARCHPASS
-#include "PerfDojo/Search/SearchPass.h.inc"
+#include "PerfDojo/Search/Tuning/SearchPass.h.inc"
 } // namespace perfdojo
 } // namespace mlir
 

@@ -1,7 +1,7 @@
 //===- TuningDatabase.cpp - Persistent record of evaluated variants -------===//
 
-#include "PerfDojo/Search/TuningDatabase.h"
-#include "PerfDojo/Search/Machine.h"
+#include "PerfDojo/Search/Tuning/TuningDatabase.h"
+#include "PerfDojo/Search/Evaluator/Machine.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"

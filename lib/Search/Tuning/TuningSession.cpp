@@ -1,8 +1,8 @@
 //===- TuningSession.cpp - One kernel set up for tuning on a target -------===//
 
-#include "PerfDojo/Search/TuningSession.h"
+#include "PerfDojo/Search/Tuning/TuningSession.h"
 #include "PerfDojo/Conversion/TextForm.h"
-#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"

@@ -6,8 +6,8 @@
 
 #include "PerfDojo/Tools/PdWalk/Walk.h"
 #include "PerfDojo/Conversion/TextForm.h"
-#include "PerfDojo/Search/Evaluator.h"
-#include "PerfDojo/Search/VariantCheck.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
+#include "PerfDojo/Search/Interpreter/VariantCheck.h"
 #include "PerfDojo/Support/ChildProcess.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"

@@ -23,7 +23,7 @@
 #define PERFDOJO_SEARCH_POLICY_AGENT_H
 
 #include "PerfDojo/Search/Policy/QNetwork.h"
-#include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Search/Tuning/Search.h"
 #include "llvm/ADT/StringMap.h"
 #include <deque>
 #include <random>

@@ -14,8 +14,8 @@
 #define PERFDOJO_TOOLS_PDWALK_WALK_H
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
-#include "PerfDojo/Search/Interpreter.h"
-#include "PerfDojo/Search/KernelGenerator.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/KernelGenerator.h"
 #include "PerfDojo/Transforms/Move.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_MACHINE_H
-#define PERFDOJO_SEARCH_MACHINE_H
+#ifndef PERFDOJO_SEARCH_EVALUATOR_MACHINE_H
+#define PERFDOJO_SEARCH_EVALUATOR_MACHINE_H
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/Error.h"
@@ -58,4 +58,4 @@ llvm::Error saveMachineLimits(const MachineLimits &limits);
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_MACHINE_H
+#endif // PERFDOJO_SEARCH_EVALUATOR_MACHINE_H

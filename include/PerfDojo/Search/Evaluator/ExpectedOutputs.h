@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_EXPECTEDOUTPUTS_H
-#define PERFDOJO_SEARCH_EXPECTEDOUTPUTS_H
+#ifndef PERFDOJO_SEARCH_EVALUATOR_EXPECTEDOUTPUTS_H
+#define PERFDOJO_SEARCH_EVALUATOR_EXPECTEDOUTPUTS_H
 
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 
 namespace mlir {
 namespace perfdojo {
@@ -43,4 +43,4 @@ writeExpectedOutputs(ArrayRef<BufferData> buffers, StringRef dir,
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_EXPECTEDOUTPUTS_H
+#endif // PERFDOJO_SEARCH_EVALUATOR_EXPECTEDOUTPUTS_H

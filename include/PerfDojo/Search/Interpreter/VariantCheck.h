@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_VARIANTCHECK_H
-#define PERFDOJO_SEARCH_VARIANTCHECK_H
+#ifndef PERFDOJO_SEARCH_INTERPRETER_VARIANTCHECK_H
+#define PERFDOJO_SEARCH_INTERPRETER_VARIANTCHECK_H
 
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 #include <string>
 
 namespace mlir {
@@ -58,4 +58,4 @@ std::string findRace(KernelOp kernel, uint64_t maxOperations);
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_VARIANTCHECK_H
+#endif // PERFDOJO_SEARCH_INTERPRETER_VARIANTCHECK_H

@@ -1,6 +1,6 @@
 //===- Interpreter.cpp - Reference interpreter for perfdojo kernels -------===//
 
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>

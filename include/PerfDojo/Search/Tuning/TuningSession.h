@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_TUNINGSESSION_H
-#define PERFDOJO_SEARCH_TUNINGSESSION_H
+#ifndef PERFDOJO_SEARCH_TUNING_TUNINGSESSION_H
+#define PERFDOJO_SEARCH_TUNING_TUNINGSESSION_H
 
-#include "PerfDojo/Search/Environment.h"
-#include "PerfDojo/Search/PackageRunner.h"
-#include "PerfDojo/Search/Search.h"
+#include "PerfDojo/Search/Tuning/Environment.h"
+#include "PerfDojo/Search/Tuning/PackageRunner.h"
+#include "PerfDojo/Search/Tuning/Search.h"
 
 namespace mlir {
 namespace perfdojo {
@@ -90,4 +90,4 @@ private:
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_TUNINGSESSION_H
+#endif // PERFDOJO_SEARCH_TUNING_TUNINGSESSION_H

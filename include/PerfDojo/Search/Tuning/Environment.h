@@ -13,13 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_ENVIRONMENT_H
-#define PERFDOJO_SEARCH_ENVIRONMENT_H
+#ifndef PERFDOJO_SEARCH_TUNING_ENVIRONMENT_H
+#define PERFDOJO_SEARCH_TUNING_ENVIRONMENT_H
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
-#include "PerfDojo/Search/Evaluator.h"
-#include "PerfDojo/Search/Interpreter.h"
-#include "PerfDojo/Search/TuningDatabase.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
+#include "PerfDojo/Search/Tuning/TuningDatabase.h"
 #include "PerfDojo/Transforms/Move.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -197,4 +197,4 @@ private:
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_ENVIRONMENT_H
+#endif // PERFDOJO_SEARCH_TUNING_ENVIRONMENT_H

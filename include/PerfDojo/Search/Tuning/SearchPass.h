@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_SEARCHPASS_H
-#define PERFDOJO_SEARCH_SEARCHPASS_H
+#ifndef PERFDOJO_SEARCH_TUNING_SEARCHPASS_H
+#define PERFDOJO_SEARCH_TUNING_SEARCHPASS_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -17,13 +17,13 @@ namespace mlir {
 namespace perfdojo {
 
 #define GEN_PASS_DECL
-#include "PerfDojo/Search/SearchPass.h.inc"
+#include "PerfDojo/Search/Tuning/SearchPass.h.inc"
 
 // registerSearchPass() registers `pd-search`.
 #define GEN_PASS_REGISTRATION
-#include "PerfDojo/Search/SearchPass.h.inc"
+#include "PerfDojo/Search/Tuning/SearchPass.h.inc"
 
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_SEARCHPASS_H
+#endif // PERFDOJO_SEARCH_TUNING_SEARCHPASS_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_TUNINGDATABASE_H
-#define PERFDOJO_SEARCH_TUNINGDATABASE_H
+#ifndef PERFDOJO_SEARCH_TUNING_TUNINGDATABASE_H
+#define PERFDOJO_SEARCH_TUNING_TUNINGDATABASE_H
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
@@ -102,4 +102,4 @@ std::string getDefaultTuningDatabasePath();
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_TUNINGDATABASE_H
+#endif // PERFDOJO_SEARCH_TUNING_TUNINGDATABASE_H

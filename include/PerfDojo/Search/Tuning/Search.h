@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_SEARCH_H
-#define PERFDOJO_SEARCH_SEARCH_H
+#ifndef PERFDOJO_SEARCH_TUNING_SEARCH_H
+#define PERFDOJO_SEARCH_TUNING_SEARCH_H
 
-#include "PerfDojo/Search/Environment.h"
+#include "PerfDojo/Search/Tuning/Environment.h"
 #include <functional>
 
 namespace mlir {
@@ -138,4 +138,4 @@ bool runsOnTarget(const TargetInfo &target, const MoveInstance &move);
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_SEARCH_H
+#endif // PERFDOJO_SEARCH_TUNING_SEARCH_H

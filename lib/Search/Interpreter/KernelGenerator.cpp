@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PerfDojo/Search/KernelGenerator.h"
+#include "PerfDojo/Search/Interpreter/KernelGenerator.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

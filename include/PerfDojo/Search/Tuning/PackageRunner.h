@@ -18,12 +18,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_PACKAGERUNNER_H
-#define PERFDOJO_SEARCH_PACKAGERUNNER_H
+#ifndef PERFDOJO_SEARCH_TUNING_PACKAGERUNNER_H
+#define PERFDOJO_SEARCH_TUNING_PACKAGERUNNER_H
 
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
-#include "PerfDojo/Search/Environment.h"
-#include "PerfDojo/Search/ExpectedOutputs.h"
+#include "PerfDojo/Search/Tuning/Environment.h"
+#include "PerfDojo/Search/Evaluator/ExpectedOutputs.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir {
@@ -92,4 +92,4 @@ private:
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_PACKAGERUNNER_H
+#endif // PERFDOJO_SEARCH_TUNING_PACKAGERUNNER_H

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_EVALUATOR_H
-#define PERFDOJO_SEARCH_EVALUATOR_H
+#ifndef PERFDOJO_SEARCH_EVALUATOR_EVALUATOR_H
+#define PERFDOJO_SEARCH_EVALUATOR_EVALUATOR_H
 
-#include "PerfDojo/Search/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
 #include "mlir/IR/BuiltinOps.h"
 #include <memory>
 #include <string>
@@ -194,4 +194,4 @@ EvaluationResult evaluate(KernelOp kernel, const EvaluationOptions &options,
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_EVALUATOR_H
+#endif // PERFDOJO_SEARCH_EVALUATOR_EVALUATOR_H

@@ -34,8 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_KERNELGENERATOR_H
-#define PERFDOJO_SEARCH_KERNELGENERATOR_H
+#ifndef PERFDOJO_SEARCH_INTERPRETER_KERNELGENERATOR_H
+#define PERFDOJO_SEARCH_INTERPRETER_KERNELGENERATOR_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -75,4 +75,4 @@ OwningOpRef<ModuleOp> generateRandomKernel(MLIRContext *context, uint64_t seed,
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_KERNELGENERATOR_H
+#endif // PERFDOJO_SEARCH_INTERPRETER_KERNELGENERATOR_H

@@ -1,7 +1,7 @@
 //===- Passes.td - PerfDojo evaluation passes --------------*- tablegen -*-===//
 
-#ifndef PERFDOJO_SEARCH_PASSES_TD
-#define PERFDOJO_SEARCH_PASSES_TD
+#ifndef PERFDOJO_SEARCH_INTERPRETER_PASSES_TD
+#define PERFDOJO_SEARCH_INTERPRETER_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -31,4 +31,4 @@ def InterpretPass : Pass<"pd-interpret", "::mlir::ModuleOp"> {
   ];
 }
 
-#endif // PERFDOJO_SEARCH_PASSES_TD
+#endif // PERFDOJO_SEARCH_INTERPRETER_PASSES_TD

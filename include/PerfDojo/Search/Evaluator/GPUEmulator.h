@@ -13,10 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_GPUEMULATOR_H
-#define PERFDOJO_SEARCH_GPUEMULATOR_H
+#ifndef PERFDOJO_SEARCH_EVALUATOR_GPUEMULATOR_H
+#define PERFDOJO_SEARCH_EVALUATOR_GPUEMULATOR_H
 
-#include "PerfDojo/Search/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/Evaluator.h"
 
 namespace mlir {
 namespace perfdojo {
@@ -38,4 +38,4 @@ EvaluationResult emulateGPU(KernelOp kernel, const GPUEmulatorOptions &options,
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_GPUEMULATOR_H
+#endif // PERFDOJO_SEARCH_EVALUATOR_GPUEMULATOR_H

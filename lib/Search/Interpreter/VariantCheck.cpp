@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PerfDojo/Search/VariantCheck.h"
+#include "PerfDojo/Search/Interpreter/VariantCheck.h"
 #include "PerfDojo/Dialect/PerfDojo/LinearForm.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_SEARCHPASS_TD
-#define PERFDOJO_SEARCH_SEARCHPASS_TD
+#ifndef PERFDOJO_SEARCH_TUNING_SEARCHPASS_TD
+#define PERFDOJO_SEARCH_TUNING_SEARCHPASS_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -59,4 +59,4 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
   ];
 }
 
-#endif // PERFDOJO_SEARCH_SEARCHPASS_TD
+#endif // PERFDOJO_SEARCH_TUNING_SEARCHPASS_TD

@@ -1,7 +1,7 @@
 //===- Passes.h - PerfDojo evaluation passes ---------------------*- C++ -*-===//
 
-#ifndef PERFDOJO_SEARCH_PASSES_H
-#define PERFDOJO_SEARCH_PASSES_H
+#ifndef PERFDOJO_SEARCH_INTERPRETER_PASSES_H
+#define PERFDOJO_SEARCH_INTERPRETER_PASSES_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -10,12 +10,12 @@ namespace mlir {
 namespace perfdojo {
 
 #define GEN_PASS_DECL
-#include "PerfDojo/Search/Passes.h.inc"
+#include "PerfDojo/Search/Interpreter/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "PerfDojo/Search/Passes.h.inc"
+#include "PerfDojo/Search/Interpreter/Passes.h.inc"
 
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_PASSES_H
+#endif // PERFDOJO_SEARCH_INTERPRETER_PASSES_H

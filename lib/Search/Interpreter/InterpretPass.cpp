@@ -1,13 +1,13 @@
 //===- InterpretPass.cpp - Run kernels in the reference interpreter -------===//
 
-#include "PerfDojo/Search/Interpreter.h"
-#include "PerfDojo/Search/Passes.h"
+#include "PerfDojo/Search/Interpreter/Interpreter.h"
+#include "PerfDojo/Search/Interpreter/Passes.h"
 #include "llvm/Support/Format.h"
 
 namespace mlir {
 namespace perfdojo {
 #define GEN_PASS_DEF_INTERPRETPASS
-#include "PerfDojo/Search/Passes.h.inc"
+#include "PerfDojo/Search/Interpreter/Passes.h.inc"
 } // namespace perfdojo
 } // namespace mlir
 

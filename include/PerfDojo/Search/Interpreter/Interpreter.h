@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PERFDOJO_SEARCH_INTERPRETER_H
-#define PERFDOJO_SEARCH_INTERPRETER_H
+#ifndef PERFDOJO_SEARCH_INTERPRETER_INTERPRETER_H
+#define PERFDOJO_SEARCH_INTERPRETER_INTERPRETER_H
 
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Support/InputGenerator.h"
@@ -110,4 +110,4 @@ LogicalResult writeNpyIndices(ArrayRef<int64_t> indices, StringRef path,
 } // namespace perfdojo
 } // namespace mlir
 
-#endif // PERFDOJO_SEARCH_INTERPRETER_H
+#endif // PERFDOJO_SEARCH_INTERPRETER_INTERPRETER_H

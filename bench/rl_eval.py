@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The RL agent (pd-train, pd-tune --strategy=rl) against random sampling
+and annealing, on suite kernels left out of its training.
+
+    .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
+        [--episodes 40] [--budgets 50,200] [--seeds 3,2] [--threads 2]
+        > table.md
+
+1. Writes the suite kernels at medium shapes (fractions of a millisecond,
+   so that a budget of evaluations runs in minutes on this machine): a
+   training set and a held-out set (kernels/suite.py emit --shape).
+2. Trains two policies with pd-train on the training set plus random
+   kernels of the generator: the learned token encoder and the fixed one
+   (a random projection), the same episodes, seed and options; records the
+   wall-clock time of training.
+3. For each held-out kernel, budget and seed, runs pd-tune from the naive
+   program: --strategy=random and anneal (--start-from=naive) and rl with
+   each policy. All runs of one kernel share one tuning database, so a
+   program is timed once and every method sees the same time for it.
+4. Prints Markdown tables: per kernel and budget, each method's best
+   speedup over the naive kernel (mean and min-max over seeds) and its
+   wall-clock time; the geometric mean over the held-out kernels; and the
+   training cost. Every pd-tune summary is kept in --out-dir.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TRAIN = {
+    "softmax": "M=512,N=512",
+    "matmul": "M=128,K=128,N=128",
+    "layernorm_4096x4096": "M=512,N=512",
+    "add": "M=512,N=1024",
+    "relu_ffn": "N=2,C=8,H=32,W=32,O=32",
+    "batchnorm_8x64x300x300": "N=2,C=8,H=32,W=32",
+    "conv_8x64x64x56x56x3": "N=1,K=8,C=8,H=16,W=16,R=3,S=3",
+}
+HELD_OUT = {
+    "rmsnorm": "M=512,N=512",
+    "log_softmax": "M=512,N=512",
+    "swiglu": "M=64,K=128,N=64",
+}
+
+
+def emit(name, shape, folder):
+    path = os.path.join(folder, name + ".pd")
+    text = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "kernels", "suite.py"), "emit",
+         name, "--shape", shape], check=True, capture_output=True,
+        text=True).stdout
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def train(args, encoder, kernels):
+    policy = os.path.join(args.out_dir, "policy-%s.pt" % encoder)
+    for suffix in ("", ".replay", ".curve.csv", ".curve.svg"):
+        if os.path.exists(policy + suffix):
+            os.remove(policy + suffix)
+    cmd = [os.path.join(args.build, "bin", "pd-train")] + kernels + [
+        "--generated=%d" % args.generated, "--episodes=%d" % args.episodes,
+        "--encoder=" + encoder, "--num-threads=%d" % args.threads,
+        "--db=" + os.path.join(args.out_dir, "train.db"), "--seed=1",
+        "--quiet", "-o", policy]
+    start = time.time()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return policy, time.time() - start
+
+
+def tune(args, kernel, method, policy, budget, seed):
+    name = os.path.basename(kernel)[:-3]
+    out = os.path.join(args.out_dir,
+                       "%s-%s-b%d-s%d.json" % (name, method, budget, seed))
+    cmd = [os.path.join(args.build, "bin", "pd-tune"), kernel,
+           "--budget=%d" % budget, "--seed=%d" % seed,
+           "--num-threads=%d" % args.threads, "--no-torch", "--plot=-",
+           "--quiet", "--json=" + out,
+           "--db=" + os.path.join(args.out_dir, name + ".db")]
+    if method.startswith("rl"):
+        cmd += ["--strategy=rl", "--policy=" + policy]
+    else:
+        cmd += ["--strategy=" + method, "--start-from=naive"]
+    start = time.time()
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.time() - start
+    if run.returncode != 0:
+        print("%s %s: %s" % (name, method, run.stderr.strip()),
+              file=sys.stderr)
+        return None
+    summary = json.load(open(out))
+    return summary["start_ms"] / summary["best_ms"], wall
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out-dir", default="/tmp/perfdojo-rl-eval")
+    parser.add_argument("--episodes", type=int, default=40)
+    parser.add_argument("--generated", type=int, default=4)
+    parser.add_argument("--budgets", default="50,200")
+    parser.add_argument("--seeds", default="3,2",
+                        help="seeds per budget, in the order of --budgets")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    kernels = os.path.join(args.out_dir, "kernels")
+    os.makedirs(kernels, exist_ok=True)
+    train_files = [emit(n, s, kernels) for n, s in TRAIN.items()]
+    held_out = [emit(n, s, kernels) for n, s in HELD_OUT.items()]
+
+    policies, train_seconds = {}, {}
+    for encoder in ("learned", "fixed"):
+        print("training the %s encoder ..." % encoder, file=sys.stderr)
+        policies["rl-" + encoder], train_seconds[encoder] = train(
+            args, encoder, train_files)
+
+    budgets = [int(b) for b in args.budgets.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    methods = ["random", "anneal", "rl-learned", "rl-fixed"]
+    results = {}  # (kernel, budget, method) -> [(speedup, wall)]
+    for kernel in held_out:
+        name = os.path.basename(kernel)[:-3]
+        for budget, count in zip(budgets, seeds):
+            for seed in range(1, count + 1):
+                for method in methods:
+                    r = tune(args, kernel, method, policies.get(method),
+                             budget, seed)
+                    if r:
+                        results.setdefault((name, budget, method), []).append(r)
+                        print("%s b=%d s=%d %s: %.2fx in %.0f s" %
+                              (name, budget, seed, method, r[0], r[1]),
+                              file=sys.stderr)
+
+    print("Best speedup over the naive kernel (mean, and min-max over seeds), "
+          "from the naive program, %d threads.\n" % args.threads)
+    for budget, count in zip(budgets, seeds):
+        print("Budget %d evaluations, %d seeds:\n" % (budget, count))
+        print("| kernel | " + " | ".join(methods) + " |")
+        print("|---|" + "---|" * len(methods))
+        logs = {m: [] for m in methods}
+        for kernel in held_out:
+            name = os.path.basename(kernel)[:-3]
+            cells = []
+            for m in methods:
+                runs = results.get((name, budget, m), [])
+                if not runs:
+                    cells.append("failed")
+                    continue
+                s = [r[0] for r in runs]
+                logs[m].append(math.log(statistics.mean(s)))
+                cells.append("%.2fx (%.2f-%.2f), %.0f s" % (
+                    statistics.mean(s), min(s), max(s),
+                    statistics.mean(r[1] for r in runs)))
+            print("| %s | %s |" % (name, " | ".join(cells)))
+        print("| geometric mean | " + " | ".join(
+            "%.2fx" % math.exp(sum(v) / len(v)) if v else "-"
+            for v in logs.values()) + " |\n")
+    print("Training: %d episodes on %d suite kernels and %d generated ones: "
+          % (args.episodes, len(train_files), args.generated) +
+          ", ".join("%s encoder %.0f s" % (e, s)
+                    for e, s in train_seconds.items()) + ".")
+    json.dump({"results": {"|".join(map(str, k)): v
+                           for k, v in results.items()},
+               "train_seconds": train_seconds},
+              open(os.path.join(args.out_dir, "rl_eval.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
