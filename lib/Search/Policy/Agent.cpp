@@ -440,28 +440,7 @@ bool PolicySearch::visit() {
     return false;
   }
   measured[hash] = m.ok();
-  ++result.evaluations;
-  if (!m.ok()) {
-    ++result.failures;
-    result.lastFailure =
-        stringifyEvaluationStatus(m.status).str() + ": " + m.reason;
-  } else if (!result.best.ok() || result.best.seconds == 0 ||
-             m.seconds < result.best.seconds) {
-    result.best = m;
-    result.bestMoves.assign(env.getMoves().begin(), env.getMoves().end());
-    env.setSlowSeconds(3 * m.seconds);
-  }
-  result.trace.push_back(result.best.ok() ? result.best.seconds : 0);
-  if (options.onProgress) {
-    SearchProgress progress;
-    progress.evaluations = result.evaluations;
-    progress.budget = options.budget;
-    progress.elapsedSeconds = elapsed();
-    progress.bestSeconds = result.best.ok() ? result.best.seconds : 0;
-    progress.startSeconds = result.start.ok() ? result.start.seconds : 0;
-    progress.lastStatus = stringifyEvaluationStatus(m.status).str();
-    options.onProgress(progress);
-  }
+  countCandidate(result, env.getMoves(), m, env, options, elapsed());
   return m.ok();
 }
 

@@ -1438,6 +1438,14 @@ Searcher::measureGeneration(ArrayRef<Sequence> batch,
 }
 
 void Searcher::count(const Sequence &moves, const Measurement &m) {
+  countCandidate(result, moves, m, env, options, elapsed());
+}
+
+void mlir::perfdojo::countCandidate(SearchResult &result,
+                                    ArrayRef<std::string> moves,
+                                    const Measurement &m, Environment &env,
+                                    const SearchOptions &options,
+                                    double elapsedSeconds) {
   ++result.evaluations;
   if (!m.ok()) {
     ++result.failures;
@@ -1446,7 +1454,7 @@ void Searcher::count(const Sequence &moves, const Measurement &m) {
   } else if (!result.best.ok() || result.best.seconds == 0 ||
              m.seconds < result.best.seconds) {
     result.best = m;
-    result.bestMoves = moves;
+    result.bestMoves.assign(moves.begin(), moves.end());
     // A candidate 3x slower than the best is rejected on its first run.
     env.setSlowSeconds(3 * m.seconds);
   }
@@ -1455,7 +1463,7 @@ void Searcher::count(const Sequence &moves, const Measurement &m) {
     SearchProgress progress;
     progress.evaluations = result.evaluations;
     progress.budget = options.budget;
-    progress.elapsedSeconds = elapsed();
+    progress.elapsedSeconds = elapsedSeconds;
     progress.bestSeconds = result.best.ok() ? result.best.seconds : 0;
     progress.startSeconds = result.start.ok() ? result.start.seconds : 0;
     progress.lastStatus = stringifyEvaluationStatus(m.status).str();

@@ -131,6 +131,14 @@ using PolicySearchFn = SearchResult (*)(Environment &env,
                                         const SearchOptions &options);
 void setPolicySearch(PolicySearchFn search);
 
+/// Counts one measured candidate, reached by `moves`, into `result` (every
+/// search does so): evaluations, failures, the best program so far (after
+/// which a candidate 3x slower is cut short), the trace, and the progress
+/// callback.
+void countCandidate(SearchResult &result, ArrayRef<std::string> moves,
+                    const Measurement &m, Environment &env,
+                    const SearchOptions &options, double elapsedSeconds);
+
 /// Whether `target` can run `move`: GPU mappings and GPU shared memory
 /// only on a GPU, CPU-parallel scopes only on the CPU.
 bool runsOnTarget(const TargetInfo &target, const MoveInstance &move);
