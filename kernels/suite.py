@@ -7,11 +7,19 @@ holds a float64 numpy reference for each of them. Every kernel can also be
 emitted at a reduced shape with the same structure, which the interpreter runs
 in well under a second (``test/Kernels/check_reference.py`` uses that).
 
+It also holds a second set, the unseen set (``UNSEEN``, written to
+``kernels/unseen/*.pd``): kernels written under the same conventions that are
+never used to tune the optimization heuristics, only to judge whether they
+generalize (report their results separately). Every subcommand takes
+``--set suite|unseen`` (default ``suite``).
+
 Usage::
 
-    python3 kernels/suite.py list
-    python3 kernels/suite.py write [--out DIR]
-    python3 kernels/suite.py emit NAME [--small] [--shape k=v,...]
+    python3 kernels/suite.py list [--set unseen]
+    python3 kernels/suite.py write [--set unseen] [--out DIR]
+    python3 kernels/suite.py emit NAME [--set unseen] [--small] [--shape k=v,...]
+    python3 kernels/suite.py params [--set unseen]
+    python3 kernels/suite.py selftest [--set unseen]
 
 The kernels are written the way the paper writes naive kernels: one primitive
 per line, one top-level scope nest per step, every reduction explicitly
@@ -427,6 +435,329 @@ def ref_swiglu(i, p):
 
 
 # ---------------------------------------------------------------------------
+# The unseen set: kernels written like the suite's, never used to tune the
+# optimization heuristics (kernels/unseen/*.pd; see kernels/README.md).
+# ---------------------------------------------------------------------------
+
+GELU_C = 0.7978845608  # sqrt(2/pi), as the tanh approximation writes it
+GELU_A = 0.044715
+
+
+def build_gelu(name, p):
+    m, n = p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "x", [m, n]).buf("out", "y", [m, n])
+    for t in ("x2", "x3", "u", "v", "t", "h"):
+        k.buf("tmp", t, [m, n])
+    e = idx(0, 1)
+    k.op([m, n], "x2%s=x%s*x%s" % (e, e, e))
+    k.op([m, n], "x3%s=x2%s*x%s" % (e, e, e))
+    k.op([m, n], "u%s=fma(x3%s,%s,x%s)" % (e, e, num(GELU_A), e))
+    k.op([m, n], "v%s=u%s*%s" % (e, e, num(GELU_C)))
+    k.op([m, n], "t%s=tanh(v%s)" % (e, e))
+    k.op([m, n], "h%s=fma(t%s,0.5,0.5)" % (e, e))
+    k.op([m, n], "y%s=x%s*h%s" % (e, e, e))
+    return k
+
+
+def build_silu(name, p):
+    m, n = p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "x", [m, n]).buf("out", "y", [m, n]).buf("tmp", "g", [m, n])
+    e = idx(0, 1)
+    k.op([m, n], "g%s=sigmoid(x%s)" % (e, e))
+    k.op([m, n], "y%s=x%s*g%s" % (e, e, e))
+    return k
+
+
+def build_bias_relu(name, p):
+    n, c, h, w = p["N"], p["C"], p["H"], p["W"]
+    k = Kernel(name)
+    k.buf("in", "x", [n, c, h, w]).buf("in", "b", [c])
+    k.buf("out", "y", [n, c, h, w]).buf("tmp", "t", [n, c, h, w])
+    e = idx(0, 1, 2, 3)
+    k.op([n, c, h, w], "t%s=x%s+b%s" % (e, e, idx(1)))
+    k.op([n, c, h, w], "y%s=max(t%s,0)" % (e, e))
+    return k
+
+
+def build_transpose(name, p):
+    m, n = p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "x", [m, n]).buf("out", "y", [n, m])
+    # Depths: 0 j (a row of y), 1 i (a column of y).
+    k.op([n, m], "y%s=x%s" % (idx(0, 1), idx(1, 0)))
+    return k
+
+
+def build_transpose_add(name, p):
+    m, n = p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "x", [m, n]).buf("in", "y", [n, m]).buf("out", "z", [m, n])
+    e = idx(0, 1)
+    k.op([m, n], "z%s=x%s+y%s" % (e, e, idx(1, 0)))
+    return k
+
+
+def pool_out(p, window, stride):
+    return ((p["H"] - window) // stride + 1, (p["W"] - window) // stride + 1)
+
+
+def build_maxpool2x2(name, p):
+    n, c = p["N"], p["C"]
+    ph, pw = pool_out(p, 2, 2)
+    k = Kernel(name)
+    k.buf("in", "x", [n, c, p["H"], p["W"]]).buf("out", "y", [n, c, ph, pw])
+    y = idx(0, 1, 2, 3)
+    k.op([n, c, ph, pw], "y%s=-inf" % y)
+    # Depths: 0 n, 1 c, 2 p (output row), 3 q (output column), 4 r, 5 s.
+    k.op([n, c, ph, pw, 2, 2],
+         "y%smax=x%s" % (y, idx(0, 1, "{2}*2+{4}", "{3}*2+{5}")))
+    return k
+
+
+def build_avgpool3x3(name, p):
+    n, c = p["N"], p["C"]
+    ph, pw = pool_out(p, 3, 1)
+    k = Kernel(name)
+    k.buf("in", "x", [n, c, p["H"], p["W"]]).buf("out", "y", [n, c, ph, pw])
+    y = idx(0, 1, 2, 3)
+    k.op([n, c, ph, pw], "y%s=0" % y)
+    # Depths: 0 n, 1 c, 2 p (output row), 3 q (output column), 4 r, 5 s.
+    k.op([n, c, ph, pw, 3, 3],
+         "y%s+=x%s" % (y, idx(0, 1, "{2}+{4}", "{3}+{5}")))
+    k.op([n, c, ph, pw], "y%s=y%s/9" % (y, y))
+    return k
+
+
+def build_groupnorm(name, p):
+    n, c, g, h, w = p["N"], p["C"], p["G"], p["H"], p["W"]
+    cg = c // g
+    count = cg * h * w
+    k = Kernel(name)
+    k.buf("in", "x", [n, c, h, w]).buf("in", "gamma", [c])
+    k.buf("in", "beta", [c]).buf("out", "y", [n, c, h, w])
+    k.buf("tmp", "mean", [n, g]).buf("tmp", "d", [n, c, h, w])
+    k.buf("tmp", "var", [n, g]).buf("tmp", "rstd", [n, g])
+    k.buf("tmp", "xh", [n, c, h, w])
+    # Full steps: depths 0 n, 1 g (group), 2 c (channel in the group), 3 h,
+    # 4 w; the channel is g*(C/G)+c.
+    full = [n, g, cg, h, w]
+    ch = "{1}*%d+{2}" % cg if cg > 1 else "{1}+{2}"
+    e = idx(0, ch, 3, 4)
+    grp = idx(0, 1)  # the (n, group) of an element, inside a full nest
+    chan = idx(ch)  # its channel
+    s = idx(0, 1)  # an (n, group), inside a 2-deep nest
+    k.op([n, g], "mean%s=0" % s)
+    k.op(full, "mean%s+=x%s" % (grp, e))
+    k.op([n, g], "mean%s=mean%s/%s" % (s, s, num(count)))
+    k.op(full, "d%s=x%s-mean%s" % (e, e, grp))
+    k.op([n, g], "var%s=0" % s)
+    k.op(full, "var%s+=d%s*d%s" % (grp, e, e))
+    k.op([n, g], "var%s=var%s/%s" % (s, s, num(count)))
+    k.op([n, g], "rstd%s=var%s+%s" % (s, s, num(EPS)))
+    k.op([n, g], "rstd%s=rsqrt(rstd%s)" % (s, s))
+    k.op(full, "xh%s=d%s*rstd%s" % (e, e, grp))
+    k.op(full, "y%s=fma(xh%s,gamma%s,beta%s)" % (e, e, chan, chan))
+    return k
+
+
+def build_instancenorm(name, p):
+    n, c, h, w = p["N"], p["C"], p["H"], p["W"]
+    count = h * w
+    k = Kernel(name)
+    k.buf("in", "x", [n, c, h, w]).buf("in", "gamma", [c])
+    k.buf("in", "beta", [c]).buf("out", "y", [n, c, h, w])
+    k.buf("tmp", "mean", [n, c]).buf("tmp", "d", [n, c, h, w])
+    k.buf("tmp", "var", [n, c]).buf("tmp", "rstd", [n, c])
+    k.buf("tmp", "xh", [n, c, h, w])
+    full = [n, c, h, w]
+    e = idx(0, 1, 2, 3)
+    nc = idx(0, 1)  # the (n, c) of an element, inside a full nest, and an
+    #                 (n, c) inside a 2-deep nest
+    ch = idx(1)
+    k.op([n, c], "mean%s=0" % nc)
+    k.op(full, "mean%s+=x%s" % (nc, e))
+    k.op([n, c], "mean%s=mean%s/%s" % (nc, nc, num(count)))
+    k.op(full, "d%s=x%s-mean%s" % (e, e, nc))
+    k.op([n, c], "var%s=0" % nc)
+    k.op(full, "var%s+=d%s*d%s" % (nc, e, e))
+    k.op([n, c], "var%s=var%s/%s" % (nc, nc, num(count)))
+    k.op([n, c], "rstd%s=var%s+%s" % (nc, nc, num(EPS)))
+    k.op([n, c], "rstd%s=rsqrt(rstd%s)" % (nc, nc))
+    k.op(full, "xh%s=d%s*rstd%s" % (e, e, nc))
+    k.op(full, "y%s=fma(xh%s,gamma%s,beta%s)" % (e, e, ch, ch))
+    return k
+
+
+def build_depthwise_conv(name, p):
+    n, c, h, w, r, s = (p[x] for x in "NCHWRS")
+    ph, pw = conv_out(p)
+    k = Kernel(name)
+    k.buf("in", "x", [n, c, h, w]).buf("in", "w", [c, r, s])
+    k.buf("out", "y", [n, c, ph, pw])
+    y = idx(0, 1, 2, 3)
+    k.op([n, c, ph, pw], "y%s=0" % y)
+    # Depths: 0 n, 1 c, 2 p (output row), 3 q (output column), 4 r, 5 s.
+    k.op([n, c, ph, pw, r, s],
+         "y%s+=x%s*w%s" % (y, idx(0, 1, "{2}+{4}", "{3}+{5}"), idx(1, 4, 5)))
+    return k
+
+
+def build_attention(name, p):
+    b, l, d = p["B"], p["L"], p["D"]
+    k = Kernel(name)
+    k.buf("in", "Q", [b, l, d]).buf("in", "K", [b, l, d])
+    k.buf("in", "V", [b, l, d]).buf("out", "O", [b, l, d])
+    k.buf("tmp", "qk", [b, l, l]).buf("tmp", "a", [b, l, l])
+    k.buf("tmp", "m", [b, l]).buf("tmp", "t", [b, l, l])
+    k.buf("tmp", "e", [b, l, l]).buf("tmp", "s", [b, l])
+    k.buf("tmp", "pr", [b, l, l])
+    sc, r, o = idx(0, 1, 2), idx(0, 1), idx(0, 1, 2)
+    # Scores: depths 0 b, 1 i (query), 2 j (key), 3 d.
+    k.op([b, l, l], "qk%s=0" % sc)
+    k.op([b, l, l, d], "qk%s+=Q%s*K%s" % (sc, idx(0, 1, 3), idx(0, 2, 3)))
+    k.op([b, l, l], "a%s=qk%s*%s" % (sc, sc, num(1.0 / np.sqrt(d))))
+    # Softmax over j, as the suite's softmax.
+    k.op([b, l], "m%s=-inf" % r)
+    k.op([b, l, l], "m%smax=a%s" % (r, sc))
+    k.op([b, l, l], "t%s=a%s-m%s" % (sc, sc, r))
+    k.op([b, l, l], "e%s=exp(t%s)" % (sc, sc))
+    k.op([b, l], "s%s=0" % r)
+    k.op([b, l, l], "s%s+=e%s" % (r, sc))
+    k.op([b, l, l], "pr%s=e%s/s%s" % (sc, sc, r))
+    # Output: depths 0 b, 1 i, 2 d, 3 j.
+    k.op([b, l, d], "O%s=0" % o)
+    k.op([b, l, d, l], "O%s+=pr%s*V%s" % (o, idx(0, 1, 3), idx(0, 3, 2)))
+    return k
+
+
+def build_l2norm(name, p):
+    m, n = p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "x", [m, n]).buf("out", "y", [m, n])
+    k.buf("tmp", "ss", [m]).buf("tmp", "rn", [m])
+    e, r = idx(0, 1), idx(0)
+    k.op([m], "ss%s=0" % r)
+    k.op([m, n], "ss%s+=x%s*x%s" % (r, e, e))
+    k.op([m], "rn%s=ss%s+%s" % (r, r, num(EPS)))
+    k.op([m], "rn%s=rsqrt(rn%s)" % (r, r))
+    k.op([m, n], "y%s=x%s*rn%s" % (e, e, r))
+    return k
+
+
+def build_colsum(name, p):
+    b, m, n = p["B"], p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "x", [b, m, n]).buf("out", "y", [b, n])
+    y = idx(0, 1)
+    k.op([b, n], "y%s=0" % y)
+    # Depths: 0 b, 1 n (the kept column), 2 m (the summed axis).
+    k.op([b, n, m], "y%s+=x%s" % (y, idx(0, 2, 1)))
+    return k
+
+
+def build_gemv(name, p):
+    m, n = p["M"], p["N"]
+    k = Kernel(name)
+    k.buf("in", "A", [m, n]).buf("in", "x", [n]).buf("out", "y", [m])
+    k.op([m], "y%s=0" % idx(0))
+    k.op([m, n], "y%s+=A%s*x%s" % (idx(0), idx(0, 1), idx(1)))
+    return k
+
+
+def ref_gelu(i, p):
+    x = i["x"]
+    return {"y": 0.5 * x * (1.0 + np.tanh(GELU_C * (x + GELU_A * x ** 3)))}
+
+
+def ref_silu(i, p):
+    x = i["x"]
+    return {"y": x / (1.0 + np.exp(-x))}
+
+
+def ref_bias_relu(i, p):
+    return {"y": np.maximum(i["x"] + i["b"].reshape(1, -1, 1, 1), 0.0)}
+
+
+def ref_transpose(i, p):
+    return {"y": i["x"].T.copy()}
+
+
+def ref_transpose_add(i, p):
+    return {"z": i["x"] + i["y"].T}
+
+
+def ref_maxpool2x2(i, p):
+    x = i["x"]
+    ph, pw = pool_out(p, 2, 2)
+    x = x[:, :, :2 * ph, :2 * pw]
+    n, c = x.shape[:2]
+    return {"y": x.reshape(n, c, ph, 2, pw, 2).max(axis=(3, 5))}
+
+
+def ref_avgpool3x3(i, p):
+    x = i["x"]
+    ph, pw = pool_out(p, 3, 1)
+    y = np.zeros(x.shape[:2] + (ph, pw))
+    for r in range(3):
+        for s in range(3):
+            y += x[:, :, r:r + ph, s:s + pw]
+    return {"y": y / 9.0}
+
+
+def ref_groupnorm(i, p):
+    x = i["x"]
+    n, c, h, w = x.shape
+    xg = x.reshape(n, p["G"], c // p["G"], h, w)
+    mean = xg.mean(axis=(2, 3, 4), keepdims=True)
+    var = ((xg - mean) ** 2).mean(axis=(2, 3, 4), keepdims=True)
+    xh = ((xg - mean) / np.sqrt(var + EPS)).reshape(n, c, h, w)
+    g = i["gamma"].reshape(1, -1, 1, 1)
+    b = i["beta"].reshape(1, -1, 1, 1)
+    return {"y": xh * g + b}
+
+
+def ref_instancenorm(i, p):
+    x = i["x"]
+    mean = x.mean(axis=(2, 3), keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=(2, 3), keepdims=True)
+    g = i["gamma"].reshape(1, -1, 1, 1)
+    b = i["beta"].reshape(1, -1, 1, 1)
+    return {"y": (x - mean) / np.sqrt(var + EPS) * g + b}
+
+
+def ref_depthwise_conv(i, p):
+    x, w = i["x"], i["w"]
+    ph, pw = conv_out(p)
+    y = np.zeros(x.shape[:2] + (ph, pw))
+    for r in range(p["R"]):
+        for s in range(p["S"]):
+            y += x[:, :, r:r + ph, s:s + pw] * w[:, r, s].reshape(1, -1, 1, 1)
+    return {"y": y}
+
+
+def ref_attention(i, p):
+    q, k, v = i["Q"], i["K"], i["V"]
+    a = np.matmul(q, k.transpose(0, 2, 1)) * (1.0 / np.sqrt(p["D"]))
+    e = np.exp(a - a.max(axis=2, keepdims=True))
+    return {"O": np.matmul(e / e.sum(axis=2, keepdims=True), v)}
+
+
+def ref_l2norm(i, p):
+    x = i["x"]
+    return {"y": x / np.sqrt((x * x).sum(axis=1, keepdims=True) + EPS)}
+
+
+def ref_colsum(i, p):
+    return {"y": i["x"].sum(axis=1)}
+
+
+def ref_gemv(i, p):
+    return {"y": i["A"] @ i["x"]}
+
+
+# ---------------------------------------------------------------------------
 # The suite
 # ---------------------------------------------------------------------------
 
@@ -486,24 +817,72 @@ SUITE = [
           _shape("MN", (24576, 512)), _shape("MN", (7, 10))),
 ]
 
+# The unseen set: the same conventions, never used to tune the heuristics
+# (judges whether they generalize). Small shapes use a different size per
+# axis, so that a swapped axis shows up.
+UNSEEN = [
+    Entry("gelu", build_gelu, ref_gelu,
+          _shape("MN", (4096, 4096)), _shape("MN", (5, 8))),
+    Entry("silu", build_silu, ref_silu,
+          _shape("MN", (4096, 4096)), _shape("MN", (6, 7))),
+    Entry("bias_relu", build_bias_relu, ref_bias_relu,
+          _shape("NCHW", (8, 64, 112, 112)), _shape("NCHW", (2, 3, 4, 5))),
+    Entry("transpose", build_transpose, ref_transpose,
+          _shape("MN", (4096, 4096)), _shape("MN", (5, 7))),
+    Entry("transpose_add", build_transpose_add, ref_transpose_add,
+          _shape("MN", (4096, 4096)), _shape("MN", (6, 4))),
+    Entry("maxpool2x2", build_maxpool2x2, ref_maxpool2x2,
+          _shape("NCHW", (8, 64, 112, 112)), _shape("NCHW", (2, 3, 8, 10))),
+    Entry("avgpool3x3", build_avgpool3x3, ref_avgpool3x3,
+          _shape("NCHW", (8, 64, 56, 56)), _shape("NCHW", (2, 3, 7, 6))),
+    Entry("groupnorm", build_groupnorm, ref_groupnorm,
+          _shape("NCGHW", (8, 64, 8, 56, 56)),
+          _shape("NCGHW", (2, 12, 3, 5, 6))),
+    Entry("depthwise_conv", build_depthwise_conv, ref_depthwise_conv,
+          _shape("NCHWRS", (8, 64, 112, 112, 3, 3)),
+          _shape("NCHWRS", (2, 4, 8, 6, 3, 2))),
+    Entry("attention", build_attention, ref_attention,
+          _shape("BLD", (16, 512, 64)), _shape("BLD", (2, 5, 3))),
+    Entry("l2norm", build_l2norm, ref_l2norm,
+          _shape("MN", (4096, 1024)), _shape("MN", (5, 9))),
+    Entry("colsum", build_colsum, ref_colsum,
+          _shape("BMN", (64, 1024, 256)), _shape("BMN", (3, 5, 4))),
+    Entry("gemv", build_gemv, ref_gemv,
+          _shape("MN", (8192, 4096)), _shape("MN", (5, 7))),
+    Entry("instancenorm", build_instancenorm, ref_instancenorm,
+          _shape("NCHW", (8, 64, 56, 56)), _shape("NCHW", (2, 3, 5, 4))),
+]
+
+SETS = {"suite": SUITE, "unseen": UNSEEN}
 BY_NAME = {e.name: e for e in SUITE}
+BY_SET = {s: {e.name: e for e in table} for s, table in SETS.items()}
+assert not set(BY_SET["suite"]) & set(BY_SET["unseen"])
 
 
-def names():
-    return [e.name for e in SUITE]
+def table(kernel_set="suite"):
+    """The Entry list of ``kernel_set`` (``suite`` or ``unseen``)."""
+    if kernel_set not in SETS:
+        raise KeyError("unknown kernel set '%s' (known: %s)"
+                       % (kernel_set, ", ".join(SETS)))
+    return SETS[kernel_set]
 
 
-def entry(name):
-    if name not in BY_NAME:
+def names(kernel_set="suite"):
+    return [e.name for e in table(kernel_set)]
+
+
+def entry(name, kernel_set="suite"):
+    table(kernel_set)
+    if name not in BY_SET[kernel_set]:
         raise KeyError("unknown kernel '%s' (known: %s)"
-                       % (name, ", ".join(names())))
-    return BY_NAME[name]
+                       % (name, ", ".join(names(kernel_set))))
+    return BY_SET[kernel_set][name]
 
 
-def params(name, small=False, overrides=None):
+def params(name, small=False, overrides=None, kernel_set="suite"):
     """The shape parameters of kernel ``name`` (full or small), with
     ``overrides`` (a dict or a ``k=v,...`` string) applied."""
-    e = entry(name)
+    e = entry(name, kernel_set)
     p = dict(e.small if small else e.full)
     if isinstance(overrides, str):
         overrides = parse_shape(overrides)
@@ -514,6 +893,12 @@ def params(name, small=False, overrides=None):
         p[key] = int(value)
     if "R" in p and (p["R"] > p["H"] or p["S"] > p["W"]):
         raise ValueError("conv filter larger than its input: %s" % p)
+    if e.build is build_maxpool2x2 and (p["H"] < 2 or p["W"] < 2):
+        raise ValueError("2x2 pooling window larger than its input: %s" % p)
+    if e.build is build_avgpool3x3 and (p["H"] < 3 or p["W"] < 3):
+        raise ValueError("3x3 pooling window larger than its input: %s" % p)
+    if "G" in p and p["C"] % p["G"]:
+        raise ValueError("C is not a multiple of G: %s" % p)
     return p
 
 
@@ -527,40 +912,52 @@ def parse_shape(text):
     return out
 
 
-def kernel(name, small=False, overrides=None):
+def kernel(name, small=False, overrides=None, kernel_set="suite"):
     """The Kernel object of ``name`` at the given shape."""
-    return entry(name).build(name, params(name, small, overrides))
+    return entry(name, kernel_set).build(
+        name, params(name, small, overrides, kernel_set))
 
 
-def emit(name, small=False, overrides=None):
+def emit(name, small=False, overrides=None, kernel_set="suite"):
     """The canonical text form of kernel ``name``."""
-    return kernel(name, small, overrides).text()
+    return kernel(name, small, overrides, kernel_set).text()
 
 
-def reference(name, inputs, small=False, overrides=None, p=None):
+def reference(name, inputs, small=False, overrides=None, p=None,
+              kernel_set="suite"):
     """float64 outputs of kernel ``name`` from ``inputs`` (buffer name ->
     array in the logical shape), as a dict buffer name -> array."""
     if p is None:
-        p = params(name, small, overrides)
+        p = params(name, small, overrides, kernel_set)
     inputs = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
-    return entry(name).ref(inputs, p)
+    return entry(name, kernel_set).ref(inputs, p)
 
 
-def write(out_dir):
+def default_dir(kernel_set="suite"):
+    """Where the .pd files of ``kernel_set`` live: kernels/ for the suite,
+    kernels/unseen/ for the unseen set."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    table(kernel_set)
+    return here if kernel_set == "suite" else os.path.join(here, kernel_set)
+
+
+def write(out_dir, kernel_set="suite"):
     os.makedirs(out_dir, exist_ok=True)
-    for name in names():
+    for name in names(kernel_set):
         path = os.path.join(out_dir, name + ".pd")
         with open(path, "w", newline="\n") as f:
-            f.write(emit(name))
-    return [os.path.join(out_dir, n + ".pd") for n in names()]
+            f.write(emit(name, kernel_set=kernel_set))
+    return [os.path.join(out_dir, n + ".pd") for n in names(kernel_set)]
 
 
-def _selftest():
+def _selftest(kernel_set="suite"):
     """Checks each builder against its reference on random data with a
-    tiny pure-numpy evaluation of the text (independent of the C++ tools)."""
+    tiny pure-numpy evaluation of the text (independent of the C++ tools).
+    Returns the number of mismatches."""
     rng = np.random.default_rng(0)
-    for name in names():
-        k = kernel(name, small=True)
+    mismatches = 0
+    for name in names(kernel_set):
+        k = kernel(name, small=True, kernel_set=kernel_set)
         arrays = {}
         for role, bname, dims in k.buffers:
             if role == "in":
@@ -569,13 +966,15 @@ def _selftest():
                 arrays[bname] = np.full(dims, np.nan)
         _evaluate(k, arrays)
         ref = reference(name, {n: arrays[n] for n, _ in k.roles("in")},
-                        small=True)
+                        small=True, kernel_set=kernel_set)
         for oname, _ in k.roles("out"):
             err = np.max(np.abs(arrays[oname] - ref[oname]))
             scale = max(np.max(np.abs(ref[oname])), 1e-30)
             status = "ok" if err <= 1e-12 * scale else "MISMATCH"
+            mismatches += status != "ok"
             print("%-26s %-3s rel_err=%.3g %s" % (name, oname, err / scale,
                                                    status))
+    return mismatches
 
 
 def _evaluate(k, arrays):
@@ -643,33 +1042,46 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="The PerfDojo naive kernel suite (text form).")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list", help="print the kernel names")
-    w = sub.add_parser("write", help="regenerate the full-shape .pd files")
-    w.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)),
-                   help="output directory (default: the kernels/ folder)")
-    e = sub.add_parser("emit", help="print one kernel's text form")
+    # Every subcommand works on one kernel set: the suite (the default) or
+    # the unseen set, which is never used to tune the heuristics.
+    sets = argparse.ArgumentParser(add_help=False)
+    sets.add_argument("--set", dest="kernel_set", default="suite",
+                      choices=sorted(SETS),
+                      help="the kernel set (default: suite)")
+    sub.add_parser("list", parents=[sets], help="print the kernel names")
+    w = sub.add_parser("write", parents=[sets],
+                       help="regenerate the full-shape .pd files")
+    w.add_argument("--out", default=None,
+                   help="output directory (default: the kernels/ folder, "
+                        "kernels/unseen/ for --set unseen)")
+    e = sub.add_parser("emit", parents=[sets],
+                       help="print one kernel's text form")
     e.add_argument("name")
     e.add_argument("--small", action="store_true",
                    help="reduced shape with the same structure")
     e.add_argument("--shape", default="",
                    help="override shape parameters, e.g. M=8,N=16")
-    sub.add_parser("params", help="print each kernel's full and small shape")
-    sub.add_parser("selftest",
+    sub.add_parser("params", parents=[sets],
+                   help="print each kernel's full and small shape")
+    sub.add_parser("selftest", parents=[sets],
                    help="evaluate each small kernel in Python vs its reference")
     args = ap.parse_args(argv)
+    kset = args.kernel_set
     try:
         if args.cmd == "list":
-            print("\n".join(names()))
+            print("\n".join(names(kset)))
         elif args.cmd == "write":
-            for path in write(args.out):
+            out = args.out if args.out is not None else default_dir(kset)
+            for path in write(out, kset):
                 print(path)
         elif args.cmd == "emit":
-            sys.stdout.write(emit(args.name, args.small, args.shape))
+            sys.stdout.write(emit(args.name, args.small, args.shape, kset))
         elif args.cmd == "params":
-            for x in SUITE:
+            for x in table(kset):
                 print("%-26s full %s small %s" % (x.name, x.full, x.small))
         elif args.cmd == "selftest":
-            _selftest()
+            if _selftest(kset):
+                return 1
     except (KeyError, ValueError) as err:
         msg = err.args[0] if err.args else str(err)
         print("suite.py: error: %s" % msg, file=sys.stderr)

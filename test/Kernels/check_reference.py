@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Checks the kernel suite (kernels/*.pd) against its numpy references.
 
+``--set unseen`` checks the unseen set instead (kernels/unseen/*.pd, the
+kernels never used to tune the heuristics); everything below applies to it
+the same way, with kernels/unseen/ as the folder of .pd files.
+
 Reference mode (default): for each kernel (all, or the ones named), emit its
 small version (``suite.py emit NAME --small``) to a temporary .pd, run
 
@@ -52,10 +56,10 @@ def tail(text, lines=15):
 
 
 def check_reference(suite, name, pd_run, work, seed, tol, timeout,
-                    reference_from=None):
+                    reference_from=None, kernel_set="suite"):
     """Returns (ok, message) for one kernel. ``reference_from`` names another
     kernel whose reference to compare with (to test this checker)."""
-    kernel = suite.kernel(name, small=True)
+    kernel = suite.kernel(name, small=True, kernel_set=kernel_set)
     kdir = os.path.join(work, name)
     dump = os.path.join(kdir, "dump")
     os.makedirs(dump, exist_ok=True)
@@ -93,9 +97,10 @@ def check_reference(suite, name, pd_run, work, seed, tol, timeout,
         if not np.all(np.isfinite(arr)) or arr.min() < -1 or arr.max() >= 1:
             return False, "input %s is not uniform in [-1, 1)" % b
     if reference_from:
-        ref = suite.reference(reference_from, inputs, small=True)
+        ref = suite.reference(reference_from, inputs, small=True,
+                              kernel_set=kernel_set)
     else:
-        ref = suite.reference(name, inputs, small=True)
+        ref = suite.reference(name, inputs, small=True, kernel_set=kernel_set)
 
     ok, parts = True, []
     for b, out in outputs.items():
@@ -141,19 +146,26 @@ def first_diff(expected, got, label):
     return tail("".join(diff), 12)
 
 
-def check_canonical(suite, kernels_dir, pd_translate, only, work, timeout):
-    files = sorted(f for f in os.listdir(kernels_dir) if f.endswith(".pd"))
+def check_canonical(suite, kernels_dir, pd_translate, only, work, timeout,
+                    kernel_set="suite"):
+    files = sorted(f for f in (os.listdir(kernels_dir)
+                               if os.path.isdir(kernels_dir) else [])
+                   if f.endswith(".pd"))
     failures = 0
-    names = set(suite.names())
+    names = set(suite.names(kernel_set))
+    write = ("suite.py write" if kernel_set == "suite"
+             else "suite.py write --set %s" % kernel_set)
     for stem in sorted(set(f[:-3] for f in files) | names):
         if only and stem not in only:
             continue
         path = os.path.join(kernels_dir, stem + ".pd")
         problems = []
         if stem not in names:
-            problems.append("%s is not a suite kernel" % path)
+            problems.append("%s is not a%s kernel"
+                            % (path, " suite" if kernel_set == "suite"
+                               else "n %s" % kernel_set))
         if not os.path.exists(path):
-            problems.append("%s is missing (run suite.py write)" % path)
+            problems.append("%s is missing (run %s)" % (path, write))
         try:
             if os.path.exists(path):
                 with open(path, "rb") as f:
@@ -163,13 +175,15 @@ def check_canonical(suite, kernels_dir, pd_translate, only, work, timeout):
                     problems.append("round trip differs:\n"
                                     + first_diff(data, got, path))
                 if stem in names:
-                    emitted = suite.emit(stem).encode()
+                    emitted = suite.emit(
+                        stem, kernel_set=kernel_set).encode()
                     if emitted != data:
                         problems.append("suite.py emit %s differs:\n%s"
                                         % (stem, first_diff(data, emitted,
                                                             path)))
             if stem in names:
-                small = suite.emit(stem, small=True).encode()
+                small = suite.emit(stem, small=True,
+                                   kernel_set=kernel_set).encode()
                 small_path = os.path.join(work, stem + ".small.pd")
                 with open(small_path, "wb") as f:
                     f.write(small)
@@ -194,6 +208,10 @@ def main(argv=None):
     ap.add_argument("--pd-translate", default=os.environ.get("PD_TRANSLATE"))
     ap.add_argument("--kernels", default=DEFAULT_KERNELS,
                     help="the kernels/ folder holding suite.py and the .pd files")
+    ap.add_argument("--set", dest="kernel_set", default="suite",
+                    choices=["suite", "unseen"],
+                    help="the kernel set: suite (kernels/*.pd, the default) "
+                         "or unseen (kernels/unseen/*.pd)")
     ap.add_argument("--check-canonical", action="store_true",
                     help="check the .pd files are canonical instead")
     ap.add_argument("--seed", type=int, default=7)
@@ -207,11 +225,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     suite = load_suite(args.kernels)
+    kset = args.kernel_set
+    known = suite.names(kset)
     for n in args.names + ([args.reference_from] if args.reference_from
                            else []):
-        if n not in suite.names():
+        if n not in known:
             ap.error("unknown kernel '%s' (known: %s)"
-                     % (n, ", ".join(suite.names())))
+                     % (n, ", ".join(known)))
+    # The .pd files: kernels/ for the suite, kernels/unseen/ for the unseen set.
+    pd_dir = (args.kernels if kset == "suite"
+              else os.path.join(args.kernels, kset))
 
     if args.check_canonical:
         tool = args.pd_translate
@@ -225,16 +248,17 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="pd-kernels-")
     try:
         if args.check_canonical:
-            failures = check_canonical(suite, args.kernels, tool,
-                                       set(args.names), work, args.timeout)
+            failures = check_canonical(suite, pd_dir, tool,
+                                       set(args.names), work, args.timeout,
+                                       kset)
         else:
             failures = 0
-            for name in args.names or suite.names():
+            for name in args.names or known:
                 try:
                     ok, msg = check_reference(suite, name, args.pd_run, work,
                                               args.seed, args.tol,
                                               args.timeout,
-                                              args.reference_from)
+                                              args.reference_from, kset)
                 except Exception as err:  # report it, then check the others
                     ok, msg = False, "%s: %s" % (type(err).__name__, err)
                 print("%s %s %s" % ("PASS" if ok else "FAIL", name, msg))
