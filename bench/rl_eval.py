@@ -4,7 +4,7 @@ and annealing, on suite kernels left out of its training.
 
     .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
         [--episodes 40] [--budgets 50,200] [--seeds 3,2] [--threads 2]
-        > table.md
+        [--curves docs/images] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
    so that a budget of evaluations runs in minutes on this machine): a
@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -110,6 +111,9 @@ def main():
     parser.add_argument("--seeds", default="3,2",
                         help="seeds per budget, in the order of --budgets")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--curves", metavar="DIR",
+                        help="copy each policy's learning curve (SVG) here, "
+                        "as rl-curve-<encoder>.svg")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     kernels = os.path.join(args.out_dir, "kernels")
@@ -122,6 +126,10 @@ def main():
         print("training the %s encoder ..." % encoder, file=sys.stderr)
         policies["rl-" + encoder], train_seconds[encoder] = train(
             args, encoder, train_files)
+        if args.curves:
+            shutil.copyfile(policies["rl-" + encoder] + ".curve.svg",
+                            os.path.join(args.curves,
+                                         "rl-curve-%s.svg" % encoder))
 
     budgets = [int(b) for b in args.budgets.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]

@@ -126,7 +126,7 @@ perfdojo.kernel @gpu {
 
 // Nested unrolled scopes multiply: 64 x 64 x 2 = 8,192 copies of the
 // operation, past the 4,096 the lowering accepts (LLVM would take minutes on
-// that code); it refuses with a reason instead. 64 x 64 (4,096) lowers.
+// that code); it refuses with a reason instead.
 perfdojo.kernel @unrolled_too_much {
   perfdojo.buffer in x f32 [2, 64, 64] heap
   perfdojo.buffer out y f32 [2, 64, 64] heap
@@ -142,13 +142,30 @@ perfdojo.kernel @unrolled_too_much {
 
 // -----
 
+// Fewer copies can still be too much code: 64 x 64 copies of a load and a
+// store are 8,192 accesses and 4,096 writes, whose product passes the bound
+// on accesses times writes (LLVM's time grows with it).
+perfdojo.kernel @unrolled_too_many_accesses {
+  perfdojo.buffer in x f32 [64, 64] heap
+  perfdojo.buffer out y f32 [64, 64] heap
+  // expected-error @below {{once unrolled, the CPU code of kernel 'unrolled_too_many_accesses' would hold 12613 operations (this unrolled scope 12608), 8192 of them memory accesses, 4096 writes; accesses times writes, 33554432, pass the lowering's bound of 10000000}}
+  perfdojo.scope 64 unroll {
+    perfdojo.scope 64 unroll {
+      perfdojo.compute y[{0}, {1}] = x[{0}, {1}]
+    }
+  }
+}
+
+// -----
+
+// 32 x 64 copies (4,096 accesses, 2,048 writes) lower, fully unrolled.
 // CHECK-LABEL: func.func @unrolled_at_the_limit
 // CHECK-NOT: scf.for
 // CHECK: return
 perfdojo.kernel @unrolled_at_the_limit {
-  perfdojo.buffer in x f32 [64, 64] heap
-  perfdojo.buffer out y f32 [64, 64] heap
-  perfdojo.scope 64 unroll {
+  perfdojo.buffer in x f32 [32, 64] heap
+  perfdojo.buffer out y f32 [32, 64] heap
+  perfdojo.scope 32 unroll {
     perfdojo.scope 64 unroll {
       perfdojo.compute y[{0}, {1}] = x[{0}, {1}]
     }

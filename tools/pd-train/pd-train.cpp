@@ -76,7 +76,7 @@ static cl::opt<unsigned>
     checkpointEvery("checkpoint-every", cl::cat(trainCategory), cl::init(10),
                     cl::desc("episodes between checkpoints"));
 static cl::opt<std::string>
-    encoder("encoder", cl::cat(trainCategory), cl::init("learned"),
+    encoder("encoder", cl::cat(trainCategory), cl::init("fixed"),
             cl::desc("learned (the token table is trained) or fixed (a "
                      "random projection of the token counts)"));
 static cl::opt<unsigned> embedding("embedding", cl::cat(trainCategory),

@@ -424,6 +424,8 @@ static int runTool(int argc, char **argv) {
     llvm::errs() << "pd-tune: " << result.error << "\n";
     return 1;
   }
+  if (!result.keptStart.empty())
+    llvm::errs() << "pd-tune: " << result.keptStart << "\n";
   if (!result.stoppedEarly.empty())
     llvm::errs() << "pd-tune: the search stopped after " << result.evaluations
                  << " of " << budget << " evaluations: " << result.stoppedEarly
@@ -572,6 +574,10 @@ static int runTool(int argc, char **argv) {
             {"flops", cost.flops},
             {"moves", std::move(moves)},
         };
+        if (result.heuristic.ok())
+          out["heuristic_ms"] = result.heuristic.seconds * 1e3;
+        if (!result.keptStart.empty())
+          out["kept_start"] = result.keptStart;
         if (torch) {
           out["torch_ms"] = torch->first * 1e3;
           out["torch_version"] = torch->second;

@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -122,6 +124,66 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
 }
 
 LogicalResult KernelEmitter::unrollLoops() {
+  if (unrolled.empty())
+    return success();
+  // What the function will hold once unrolled: each operation counts the
+  // product of the trip counts of the unrolled loops around it. Refused
+  // before unrolling, naming the outermost unrolled loop whose subtree
+  // would hold the most.
+  llvm::DenseMap<Operation *, int64_t> trips;
+  for (scf::ForOp loop : unrolled)
+    trips[loop] = *getConstantIntValue(loop.getUpperBound());
+  constexpr int64_t cap = int64_t(1) << 40;
+  auto add = [&](int64_t &sum, int64_t n) { sum = std::min(sum + n, cap); };
+  Operation *function = unrolled.front()->getParentOp();
+  while (!isa<FunctionOpInterface>(function))
+    function = function->getParentOp();
+  int64_t operations = 0, accesses = 0, writes = 0;
+  llvm::DenseMap<Operation *, int64_t> under; // per outermost unrolled loop
+  function->walk([&](Operation *op) {
+    if (op == function)
+      return;
+    int64_t n = 1;
+    Operation *outermost = nullptr;
+    for (Operation *p = op->getParentOp(); p != function;
+         p = p->getParentOp())
+      if (auto it = trips.find(p); it != trips.end()) {
+        n = std::min(n * std::max<int64_t>(it->second, 1), cap);
+        outermost = p;
+      }
+    add(operations, n);
+    if (outermost)
+      add(under[outermost], n);
+    bool reads = hasEffect<MemoryEffects::Read>(op);
+    bool stores = hasEffect<MemoryEffects::Write>(op);
+    if (reads || stores)
+      add(accesses, n);
+    if (stores)
+      add(writes, n);
+  });
+  int64_t pairs = accesses > 0 && writes > cap / accesses ? cap
+                                                          : accesses * writes;
+  if (operations > kMaxEmittedOperations || pairs > kMaxAccessPairs) {
+    auto worst = llvm::max_element(
+        under, [](auto &a, auto &b) { return a.second < b.second; });
+    InFlightDiagnostic error = mlir::emitError(worst->first->getLoc());
+    error << "once unrolled, the " << targetName() << " code of kernel '"
+          << kernel.getSymName() << "' would hold " << operations
+          << " operations (this unrolled scope " << worst->second << "), "
+          << accesses << " of them memory accesses, " << writes
+          << " writes; ";
+    if (operations > kMaxEmittedOperations)
+      error << "more than the " << kMaxEmittedOperations
+            << " operations the lowering accepts";
+    else
+      error << "accesses times writes, " << pairs
+            << ", pass the lowering's bound of " << kMaxAccessPairs
+            << " (LLVM's time grows with that product)";
+    error << ", which would take minutes to compile; unroll fewer or "
+             "smaller scopes, or vectorize along a contiguous dimension (an "
+             "access gathered lane by lane is a load per lane)";
+    return error;
+  }
   // Innermost first, so that an unrolled outer scope copies unrolled bodies.
   for (scf::ForOp loop : llvm::reverse(unrolled)) {
     int64_t trips = *getConstantIntValue(loop.getUpperBound());

@@ -62,6 +62,39 @@ double EvaluationResult::maximum() const {
 
 CompiledKernel::~CompiledKernel() = default;
 
+/// The bits of bfloat16 `f` rounds to (to nearest, ties to even; a NaN
+/// stays a quiet NaN).
+static uint16_t toBFloat16Bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+/// The compiler-rt conversions to bfloat16 that LLVM calls on a CPU without
+/// bfloat16 instructions (AVX-512 BF16); GCC 12's libgcc, which the tools
+/// link, has none. (A bfloat16 result is returned as a half-precision
+/// value: in the low 16 bits of xmm0 on x86-64.)
+static __bf16 truncsfbf2(float f) {
+  uint16_t bits = toBFloat16Bits(f);
+  __bf16 out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+static __bf16 truncdfbf2(double d) {
+  // Directly from the double (through float would round twice).
+  llvm::APFloat value(d);
+  bool lost;
+  value.convert(llvm::APFloat::BFloat(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
+  uint16_t bits = uint16_t(value.bitcastToAPInt().getZExtValue());
+  __bf16 out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
 FailureOr<std::unique_ptr<ExecutionEngine>>
 mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
   static bool initialized = [] {
@@ -98,6 +131,16 @@ mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
     error = "JIT compilation failed: " + toString(engine.takeError());
     return failure();
   }
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("__truncsfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&truncsfbf2),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("__truncdfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&truncdfbf2),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   return std::move(*engine);
 }
 

@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -1618,6 +1619,13 @@ void Searcher::sample() {
   }
 }
 
+/// `seconds` as milliseconds, four significant digits: "1.234 ms".
+static std::string milliseconds(double seconds) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.4g ms", seconds * 1e3);
+  return text;
+}
+
 SearchResult Searcher::run() {
   env.reset();
   Measurement reference = env.measureStart();
@@ -1647,11 +1655,24 @@ SearchResult Searcher::run() {
   if (!measured)
     return result;
   result.start = measured->front();
-  // A heuristic's answer is its program, faster or not (when it runs
-  // correctly); the measurements say how it compares.
-  if (heuristic && !program.empty() && measured->back().ok()) {
-    result.best = measured->back();
-    result.bestMoves = program;
+  // A heuristic's answer is its program when it runs correctly and is not
+  // slower than the starting kernel; otherwise the starting kernel, saying
+  // so (a heuristic never makes a kernel slower).
+  if (heuristic && !program.empty()) {
+    result.heuristic = measured->back();
+    if (result.heuristic.ok() &&
+        !(result.start.ok() &&
+          result.start.seconds < result.heuristic.seconds)) {
+      result.best = result.heuristic;
+      result.bestMoves = program;
+    } else if (result.heuristic.ok()) {
+      result.keptStart =
+          "the " + stringifyStrategy(options.strategy).str() +
+          " program (" + milliseconds(result.heuristic.seconds) +
+          ") is slower than the starting kernel (" +
+          milliseconds(result.start.seconds) +
+          "): the starting kernel is the answer";
+    }
   }
   if (heuristic)
     return result;

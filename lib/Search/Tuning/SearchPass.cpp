@@ -117,6 +117,8 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
        << llvm::format("%.4g", result.start.seconds * 1e3) << " ms -> "
        << llvm::format("%.4g", result.best.seconds * 1e3) << " ms ("
        << result.bestMoves.size() << " moves)";
+    if (!result.keptStart.empty())
+      os << "; " << result.keptStart;
     kernel.emitRemark() << summary;
     return success();
   }

@@ -53,6 +53,20 @@ public:
   /// 262,144 copies, on which LLVM's optimizer runs for many minutes.
   static constexpr int64_t kMaxUnrolledCopies = 4096;
 
+  /// Bounds on the code a function may hold once its unrolled loops are
+  /// expanded (checked before expanding them). Copies are not all alike: a
+  /// vector update whose operand is gathered lane by lane is a load per
+  /// lane. LLVM's time on one function grows with its memory accesses
+  /// times its writes (it checks accesses against writes for aliasing):
+  /// measured on this project's CPU machine (LLVM 22, -O3), 1,024
+  /// unrolled copies of a contiguous 8-wide copy (2,048 accesses, 1,024
+  /// writes) compile in 3.6 s, 2,048 in 14 s, 4,096 16-wide ones in 57 s;
+  /// 512 copies of a 16-lane gather (8,704 accesses) in 5.6 s, 1,024 in
+  /// 16.5 s. So: at most kMaxAccessPairs accesses x writes (about 15 s),
+  /// and at most kMaxEmittedOperations operations in all.
+  static constexpr int64_t kMaxAccessPairs = 10'000'000;
+  static constexpr int64_t kMaxEmittedOperations = 400'000;
+
   /// The outermost unrolled scope under `root` at which the copies that
   /// unrolling emits pass kMaxUnrolledCopies, or null if they do not.
   static ScopeOp findExcessUnrolling(Operation *root);
@@ -91,7 +105,9 @@ protected:
   LogicalResult lowerVectorScope(ScopeOp scope);
   /// Loads the operands, computes and stores one operation.
   virtual LogicalResult lowerCompute(ComputeOp op);
-  /// Fully unrolls the loops of unrolled scopes, innermost first.
+  /// Fully unrolls the loops of unrolled scopes, innermost first, unless
+  /// the function would then hold more than kMaxEmittedOperations
+  /// operations (refused, naming the unrolled scope that copies most).
   LogicalResult unrollLoops();
   /// The target's name in refusals ("CPU", "GPU").
   virtual StringRef targetName() const = 0;

@@ -41,7 +41,7 @@ namespace perfdojo {
 struct QNetworkConfig {
   /// "learned" (the table over the hashed tokens is trained) or "fixed"
   /// (the table stays at its random start: a random projection).
-  std::string encoder = "learned";
+  std::string encoder = "fixed";
   unsigned buckets = 1 << 12;
   unsigned embedding = 64;
   unsigned hidden = 128;

@@ -93,6 +93,11 @@ struct SearchResult {
   Measurement best;
   /// The starting kernel's measurement.
   Measurement start;
+  /// A heuristic's program's measurement (when it made any move). Where it
+  /// is slower than the starting kernel, the starting kernel is the answer
+  /// (best, no moves) and `keptStart` says so.
+  Measurement heuristic;
+  std::string keptStart;
   /// Best seconds so far after each measured candidate.
   std::vector<double> trace;
   unsigned evaluations = 0;
