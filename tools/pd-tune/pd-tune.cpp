@@ -119,6 +119,11 @@ static cl::opt<std::string> torchPython(
     "torch-python", cl::cat(tuneCategory),
     cl::desc("Python that imports torch, to time PyTorch on suite kernels "
              "(default: $PERFDOJO_TORCH_PYTHON, else python3)"));
+static cl::opt<bool> allowSlower(
+    "allow-slower", cl::cat(tuneCategory),
+    cl::desc("naive, greedy, expert: answer with the heuristic's program "
+             "even when it measured slower than the starting kernel (by "
+             "default the starting kernel is the answer then)"));
 static cl::opt<bool> noTorch("no-torch", cl::cat(tuneCategory),
                              cl::desc("do not time PyTorch"));
 static cl::opt<bool> quiet("quiet", cl::cat(tuneCategory),
@@ -401,6 +406,7 @@ static int runTool(int argc, char **argv) {
                           ? Strategy::Naive
                           : *startFrom;
   options.policyPath = policyFilename;
+  options.allowSlower = allowSlower;
   options.horizon = horizon;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||

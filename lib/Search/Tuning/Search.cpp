@@ -1661,8 +1661,8 @@ SearchResult Searcher::run() {
   if (heuristic && !program.empty()) {
     result.heuristic = measured->back();
     if (result.heuristic.ok() &&
-        !(result.start.ok() &&
-          result.start.seconds < result.heuristic.seconds)) {
+        (options.allowSlower || !result.start.ok() ||
+         result.heuristic.seconds <= result.start.seconds)) {
       result.best = result.heuristic;
       result.bestMoves = program;
     } else if (result.heuristic.ok()) {

@@ -97,6 +97,7 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
     options.budget = budget;
     options.timeBudget = timeBudget;
     options.seed = seed;
+    options.allowSlower = allowSlower;
     SearchResult result = runSearch(env, options);
     if (!result.error.empty())
       return kernel.emitError() << "pd-search: " << result.error;

@@ -10,7 +10,8 @@ block threads, at most 131072 of them busy at once) plus 0.004 ms.  A launch
 running a whole buffer of more than 100000 elements on a single thread is a
 "timeout", as a naive kernel would be on a real GPU's time limit. A package
 whose folder name is listed in $FAKE_RUNNER_FAULTS (comma-separated) is a
-"fault". Nothing is executed or checked.
+"fault"; one listed in $FAKE_RUNNER_SLOW takes 1000 ms more than the model
+says. Nothing is executed or checked.
 """
 
 import json
@@ -48,6 +49,7 @@ def main(argv):
               file=sys.stderr)
         return 2
     faults = set(filter(None, os.environ.get("FAKE_RUNNER_FAULTS", "").split(",")))
+    slow = set(filter(None, os.environ.get("FAKE_RUNNER_SLOW", "").split(",")))
     results = []
     failed = False
     for folder in folders:
@@ -60,6 +62,8 @@ def main(argv):
             name = os.path.basename(path)
             entry = {"package": path, "kernel": package["kernel"]}
             seconds, why = model(package)
+            if seconds is not None and name in slow:
+                seconds += 1000.0
             if name in faults:
                 entry.update(status="fault", reason="injected fault")
             elif seconds is None:

@@ -84,6 +84,10 @@ struct SearchOptions {
   /// one rollout at most.
   std::string policyPath;
   unsigned horizon = 8;
+  /// Heuristics: answer with the heuristic's program even when it measured
+  /// slower than the starting kernel (to see what the heuristic does; by
+  /// default the starting kernel is the answer then).
+  bool allowSlower = false;
 };
 
 struct SearchResult {

@@ -55,7 +55,9 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
            "accepted difference from the kernel's outputs">,
     Option<"seed", "seed", "uint64_t", "1", "seed of the search">,
     Option<"db", "db", "std::string", "\"\"",
-           "tuning database (none if empty)">
+           "tuning database (none if empty)">,
+    Option<"allowSlower", "allow-slower", "bool", "false",
+           "a heuristic's program even when it is slower than the kernel">
   ];
 }
 
