@@ -450,15 +450,124 @@ public:
   /// that would scatter an access (a batch norm's channel, the second
   /// index of x[n, c, h, w]) does not move inward, however its results
   /// are laid out.
+  ///
+  /// A scope that writes its results contiguously and is at least a
+  /// vector wide also moves inward past a short reduction window (a
+  /// pooling window, whose variables the results do not use), even when
+  /// it scatters an input: a 2x2 max-pool's output columns read x at
+  /// stride 2, yet vectors along them keep the maxima in the lanes, where
+  /// vectors along the window would reduce two lanes at a time.
   void bringContiguousInward() {
     exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
-      if (!scope || scatters(scope, scope.getDepth()))
+      if (!scope)
         return false;
       auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
+      if (isWindow(inner) && writesContiguously(scope))
+        return true;
+      if (scatters(scope, scope.getDepth()))
+        return false;
       return contiguityScore(scope, scope.getDepth()) >
              contiguityScore(scope, inner.getDepth());
     });
+  }
+
+  /// The most iterations of a reduction window (isWindow).
+  static constexpr int64_t kMaxWindow = 8;
+
+  /// Whether `scope` is a short reduction window: at most kMaxWindow
+  /// iterations, and every operation under it a reduction into an element
+  /// that does not depend on its variable.
+  static bool isWindow(ScopeOp scope) {
+    if (int64_t(scope.getSize()) > kMaxWindow)
+      return false;
+    bool window = true;
+    scope.walk([&](ComputeOp op) {
+      window &= op.getReduction() != Reduction::none &&
+                !usesVariable(op.getOut().getLinearForms(), scope.getDepth());
+    });
+    return window;
+  }
+
+  /// Whether every operation under `scope` writes its output contiguously
+  /// along the scope's variable (the unit-stride index of the output's last
+  /// dimension), over at least a vector's width.
+  bool writesContiguously(ScopeOp scope) {
+    if (int64_t(scope.getSize()) < target.vectorWidth)
+      return false;
+    bool contiguous = true;
+    scope.walk([&](ComputeOp op) {
+      contiguous &= classify(op.getOut(), scope.getDepth()) ==
+                    AccessUse::Contiguous;
+    });
+    return contiguous;
+  }
+
+  /// Loop tiling of transposes (y[j, i] = x[i, j], z = x + y^T): a vector
+  /// scope whose operation gathers an input across the lanes (their
+  /// variable indexes another dimension than the input's last) that an
+  /// enclosing sequential scope S reads contiguously (S's variable the
+  /// unit-stride index of its last dimension). S is tiled by the vector
+  /// width and the tile's inner part sunk to right above the vector scope,
+  /// so that each gathered block of width x width elements comes from
+  /// `width` cache lines that stay in the L1 cache while S's inner part
+  /// walks along them, instead of one new line (and page) per lane and
+  /// iteration. Takes every step back if one is refused.
+  void blockTransposes() {
+    int64_t width = target.vectorWidth;
+    SmallVector<std::string> done;
+    for (bool progress = true; progress && steps < kMaxSteps;) {
+      progress = false;
+      std::optional<std::pair<ComputeOp, unsigned>> found;
+      env.getKernel().walk([&](ComputeOp op) {
+        auto lanes = dyn_cast<ScopeOp>(op->getParentOp());
+        if (found || !lanes || lanes.getMapping() != Mapping::vector ||
+            llvm::is_contained(done, scopeLocation(op, 0)))
+          return;
+        for (Attribute input : op.getInputs()) {
+          auto access = dyn_cast<AccessAttr>(input);
+          if (!access ||
+              classify(access, lanes.getDepth()) != AccessUse::Scattered)
+            continue;
+          SmallVector<LinearForm> in(access.getLinearForms());
+          // The innermost enclosing scope along which it is contiguous.
+          for (auto s = dyn_cast<ScopeOp>(lanes->getParentOp()); s;
+               s = dyn_cast<ScopeOp>(s->getParentOp()))
+            if (s.getMapping() == Mapping::seq &&
+                classify(access, s.getDepth()) == AccessUse::Contiguous &&
+                int64_t(s.getSize()) % width == 0 &&
+                int64_t(s.getSize()) > width) {
+              found = {op, s.getDepth()};
+              return;
+            }
+        }
+      });
+      if (!found)
+        return;
+      auto [op, depth] = *found;
+      std::string id = scopeLocation(op, 0);
+      done.push_back(id);
+      unsigned lanesDepth = op->getParentOfType<ScopeOp>().getDepth();
+      size_t before = env.getMoves().size();
+      // After the tile, the inner part is at depth + 1 and the lanes one
+      // deeper than now; each interchange sinks it by one.
+      bool ok = apply(TileScopeOp::make(scopeLoc(op, depth), width));
+      auto current = [&]() -> ComputeOp {
+        ComputeOp result;
+        env.getKernel().walk([&](ComputeOp other) {
+          if (!result && scopeLocation(other, 0) == id)
+            result = other;
+        });
+        return result;
+      };
+      for (unsigned d = depth + 1; ok && d + 1 < lanesDepth + 1; ++d) {
+        ComputeOp now = current();
+        ok = now && apply(SwapNestedScopesOp::make(scopeLoc(now, d)));
+      }
+      if (!ok)
+        rollBackTo(before);
+      progress = true;
+    }
   }
 
   /// Moves the loops that index every result outside the loops some
@@ -879,21 +988,35 @@ public:
 
   /// Whether `op` is a product: a reduction under a scope whose variable
   /// its output does not index (k), with at least two variables that the
-  /// output does index (rows and columns): matmul, a convolution, not a
-  /// row sum or a softmax's maximum.
+  /// output does index (rows and columns), and an operand that the columns
+  /// (the variables of the output's last index) do not index, so that it
+  /// is reused across them: matmul (A), a convolution (its weights), not
+  /// a row sum, a softmax's maximum, a group norm's sums over its channels
+  /// (mean[n, g] += x[n, g*8 + c, h, w]) or a pooling window.
   static bool isProduct(ComputeOp op) {
     if (op.getReduction() == Reduction::none)
       return false;
     SmallVector<LinearForm> forms(op.getOut().getLinearForms());
     unsigned indexed = 0;
     bool reduced = false;
+    SmallVector<unsigned> columns;
     for (auto s = op->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>()) {
       bool used = usesVariable(forms, s.getDepth());
       indexed += used;
       reduced |= !used;
+      if (forms.back().coeff(s.getDepth()))
+        columns.push_back(s.getDepth());
     }
-    return reduced && indexed >= 2;
+    bool reused = llvm::any_of(op.getInputs(), [&](Attribute input) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access)
+        return false;
+      SmallVector<LinearForm> in(access.getLinearForms());
+      return llvm::none_of(columns,
+                           [&](unsigned d) { return usesVariable(in, d); });
+    });
+    return reduced && indexed >= 2 && reused;
   }
 
   /// Temporaries keep only the elements that are live at once, except
@@ -1294,6 +1417,7 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.naive(/*keepProducts=*/true);
     runner.shrinkTemporaries();
     runner.vectorize();
+    runner.blockTransposes();
     runner.isolateReductions();
     runner.registerBlock();
     runner.parallelizeBlocks();
