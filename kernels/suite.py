@@ -213,6 +213,25 @@ def build_conv(name, p):
     return k
 
 
+def add_normalization(k, stats, full, e, stat_of, stat, chan, count):
+    """Appends the normalization steps shared by batch, group and instance
+    norms: ``stats`` the sizes of a nest over the statistics, ``stat`` one
+    statistic inside it, ``full`` the sizes of a nest over the elements,
+    ``e`` an element inside it and ``stat_of`` its statistic, ``chan`` its
+    channel (gamma and beta), ``count`` the elements per statistic."""
+    k.op(stats, "mean%s=0" % stat)
+    k.op(full, "mean%s+=x%s" % (stat_of, e))
+    k.op(stats, "mean%s=mean%s/%s" % (stat, stat, num(count)))
+    k.op(full, "d%s=x%s-mean%s" % (e, e, stat_of))
+    k.op(stats, "var%s=0" % stat)
+    k.op(full, "var%s+=d%s*d%s" % (stat_of, e, e))
+    k.op(stats, "var%s=var%s/%s" % (stat, stat, num(count)))
+    k.op(stats, "rstd%s=var%s+%s" % (stat, stat, num(EPS)))
+    k.op(stats, "rstd%s=rsqrt(rstd%s)" % (stat, stat))
+    k.op(full, "xh%s=d%s*rstd%s" % (e, e, stat_of))
+    k.op(full, "y%s=fma(xh%s,gamma%s,beta%s)" % (e, e, chan, chan))
+
+
 def build_batchnorm(name, p):
     n, c, h, w = p["N"], p["C"], p["H"], p["W"]
     count = n * h * w
@@ -226,17 +245,7 @@ def build_batchnorm(name, p):
     e = idx(0, 1, 2, 3)
     ch = idx(1)  # the channel of an element, inside a full nest
     v = idx(0)  # a channel, inside a 1-deep channel nest
-    k.op([c], "mean%s=0" % v)
-    k.op(full, "mean%s+=x%s" % (ch, e))
-    k.op([c], "mean%s=mean%s/%s" % (v, v, num(count)))
-    k.op(full, "d%s=x%s-mean%s" % (e, e, ch))
-    k.op([c], "var%s=0" % v)
-    k.op(full, "var%s+=d%s*d%s" % (ch, e, e))
-    k.op([c], "var%s=var%s/%s" % (v, v, num(count)))
-    k.op([c], "rstd%s=var%s+%s" % (v, v, num(EPS)))
-    k.op([c], "rstd%s=rsqrt(rstd%s)" % (v, v))
-    k.op(full, "xh%s=d%s*rstd%s" % (e, e, ch))
-    k.op(full, "y%s=fma(xh%s,gamma%s,beta%s)" % (e, e, ch, ch))
+    add_normalization(k, [c], full, e, ch, v, ch, count)
     return k
 
 
@@ -548,17 +557,7 @@ def build_groupnorm(name, p):
     grp = idx(0, 1)  # the (n, group) of an element, inside a full nest
     chan = idx(ch)  # its channel
     s = idx(0, 1)  # an (n, group), inside a 2-deep nest
-    k.op([n, g], "mean%s=0" % s)
-    k.op(full, "mean%s+=x%s" % (grp, e))
-    k.op([n, g], "mean%s=mean%s/%s" % (s, s, num(count)))
-    k.op(full, "d%s=x%s-mean%s" % (e, e, grp))
-    k.op([n, g], "var%s=0" % s)
-    k.op(full, "var%s+=d%s*d%s" % (grp, e, e))
-    k.op([n, g], "var%s=var%s/%s" % (s, s, num(count)))
-    k.op([n, g], "rstd%s=var%s+%s" % (s, s, num(EPS)))
-    k.op([n, g], "rstd%s=rsqrt(rstd%s)" % (s, s))
-    k.op(full, "xh%s=d%s*rstd%s" % (e, e, grp))
-    k.op(full, "y%s=fma(xh%s,gamma%s,beta%s)" % (e, e, chan, chan))
+    add_normalization(k, [n, g], full, e, grp, s, chan, count)
     return k
 
 
@@ -576,17 +575,7 @@ def build_instancenorm(name, p):
     nc = idx(0, 1)  # the (n, c) of an element, inside a full nest, and an
     #                 (n, c) inside a 2-deep nest
     ch = idx(1)
-    k.op([n, c], "mean%s=0" % nc)
-    k.op(full, "mean%s+=x%s" % (nc, e))
-    k.op([n, c], "mean%s=mean%s/%s" % (nc, nc, num(count)))
-    k.op(full, "d%s=x%s-mean%s" % (e, e, nc))
-    k.op([n, c], "var%s=0" % nc)
-    k.op(full, "var%s+=d%s*d%s" % (nc, e, e))
-    k.op([n, c], "var%s=var%s/%s" % (nc, nc, num(count)))
-    k.op([n, c], "rstd%s=var%s+%s" % (nc, nc, num(EPS)))
-    k.op([n, c], "rstd%s=rsqrt(rstd%s)" % (nc, nc))
-    k.op(full, "xh%s=d%s*rstd%s" % (e, e, nc))
-    k.op(full, "y%s=fma(xh%s,gamma%s,beta%s)" % (e, e, ch, ch))
+    add_normalization(k, [n, c], full, e, nc, nc, ch, count)
     return k
 
 
