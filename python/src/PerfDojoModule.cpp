@@ -485,7 +485,7 @@ Strategy strategyNamed(const std::string &name) {
 }
 
 TargetInfo targetNamed(const std::string &target, unsigned threads) {
-  TargetInfo info;
+  TargetInfo info = getCPUTarget(threads).value_or(TargetInfo());
   info.threads = std::max(threads, 1u);
   if (target == "cuda" || target == "rocm") {
     info.gpu = true;

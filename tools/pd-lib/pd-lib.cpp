@@ -126,8 +126,7 @@ chooseProgram(KernelOp kernel, StringRef movesFile, TuningDatabase *db,
     return failure();
   }
   Environment env(kernel, EnvironmentOptions());
-  TargetInfo target;
-  target.threads = threads;
+  TargetInfo target = getCPUTarget(threads).value_or(TargetInfo());
   applyHeuristic(env, *level, target);
   return std::make_pair(std::vector<std::string>(env.getMoves().begin(),
                                                  env.getMoves().end()),

@@ -119,6 +119,10 @@ static cl::opt<std::string> torchPython(
     "torch-python", cl::cat(tuneCategory),
     cl::desc("Python that imports torch, to time PyTorch on suite kernels "
              "(default: $PERFDOJO_TORCH_PYTHON, else python3)"));
+static cl::opt<int64_t> vectorWidth(
+    "vector-width", cl::cat(tuneCategory), cl::init(0),
+    cl::desc("CPU: the vector lanes the heuristics write for, 16 (AVX-512, "
+             "32 registers), 8 (AVX2, 16) or 4 (default: this CPU's)"));
 static cl::opt<bool> allowSlower(
     "allow-slower", cl::cat(tuneCategory),
     cl::desc("naive, greedy, expert: answer with the heuristic's program "
@@ -321,6 +325,7 @@ static int runTool(int argc, char **argv) {
   sessionOptions.gpuWarmup = gpuWarmup;
   sessionOptions.maxExpectedMiB = maxExpectedMiB;
   sessionOptions.threads = threads;
+  sessionOptions.vectorWidth = vectorWidth;
   sessionOptions.repetitions = repetitions;
   sessionOptions.timeLimit = timeLimit;
   sessionOptions.tolerance = tolerance;

@@ -206,7 +206,8 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
   result.epsilon = options.epsilonStart +
                    (options.epsilonEnd - options.epsilonStart) * progress;
   env.reset();
-  TargetInfo target;
+  TargetInfo target = getCPUTarget(env.getOptions().evaluation.threads)
+                          .value_or(TargetInfo());
   if (env.getOptions().runner) {
     target.gpu = true;
     target.vectorWidth = 4;

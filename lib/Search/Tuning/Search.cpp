@@ -8,6 +8,7 @@
 #include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
+#include "llvm/TargetParser/Host.h"
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -15,6 +16,23 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 using namespace mlir::perfdojo::moves;
+
+std::optional<TargetInfo> mlir::perfdojo::getCPUTarget(unsigned threads,
+                                                       int64_t vectorWidth) {
+  if (vectorWidth == 0) {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    vectorWidth = features.lookup("avx512f")                          ? 16
+                  : features.lookup("avx2") || features.lookup("avx") ? 8
+                                                                      : 4;
+  }
+  if (vectorWidth != 16 && vectorWidth != 8 && vectorWidth != 4)
+    return std::nullopt;
+  TargetInfo target;
+  target.threads = std::max(threads, 1u);
+  target.vectorWidth = vectorWidth;
+  target.vectorRegisters = vectorWidth == 16 ? 32 : 16;
+  return target;
+}
 
 std::optional<Strategy> mlir::perfdojo::parseStrategy(StringRef name) {
   return llvm::StringSwitch<std::optional<Strategy>>(name)
@@ -675,14 +693,18 @@ public:
   /// brought below k and unrolled, so that the lowering keeps an R x `cols`
   /// tile of vectors in registers through the k loop, each loaded B vector
   /// serving R rows. R is the largest of 8, 6, 4, 3, 2 that divides the
-  /// rows and keeps R x the vectors per row within 24 accumulators: with
-  /// the B vectors and a broadcast within the 32 vector registers of
-  /// AVX-512, and, where the rows allow, at least 8 independent fused
+  /// rows and keeps R x the vectors per row within three quarters of the
+  /// vector registers (24 accumulators of AVX-512's 32, with the B vectors
+  /// and a broadcast; 12 of AVX2's 16), and, where the rows allow, at least 8 independent fused
   /// multiply-adds per k step to cover their latency (4 cycles, 2 per
   /// cycle). Then unrollWindow and packPanel. Steps that are refused are
   /// skipped; a product is visited once.
   void registerBlock() {
-    const int64_t cols = 4;
+    // Three quarters of the vector registers hold the tile (24 of AVX-512's
+    // 32, 12 of AVX2's 16), the rest the loaded vectors and a broadcast;
+    // a tile row is a sixth of that (4 vectors; 2 on AVX2, in 6 rows).
+    const int64_t accumulators = target.vectorRegisters * 3 / 4;
+    const int64_t cols = std::max<int64_t>(1, accumulators / 6);
     SmallVector<std::string> done;
     while (steps < kMaxSteps) {
       std::optional<Product> p = findProduct(done);
@@ -761,7 +783,7 @@ public:
       int64_t rowsPerTile = 0;
       for (int64_t r : {8, 6, 4, 3, 2})
         if (!rowsPerTile && int64_t(rows.getSize()) % r == 0 && int64_t(rows.getSize()) > r &&
-            r * vectors <= 24)
+            r * vectors <= accumulators)
           rowsPerTile = r;
       if (!rowsPerTile)
         continue;

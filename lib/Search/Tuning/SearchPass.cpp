@@ -93,7 +93,12 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
             : start;
     options.policyPath = policy;
     options.horizon = horizon;
-    options.target.threads = threads;
+    std::optional<TargetInfo> cpu = getCPUTarget(threads, vectorWidth);
+    if (!cpu)
+      return kernel.emitError()
+             << "pd-search: vector-width=" << vectorWidth
+             << " is not a CPU's vector width (16, 8 or 4; 0 for this CPU's)";
+    options.target = *cpu;
     options.budget = budget;
     options.timeBudget = timeBudget;
     options.seed = seed;

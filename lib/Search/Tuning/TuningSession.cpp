@@ -20,6 +20,10 @@ mlir::perfdojo::checkTuningSessionOptions(const TuningSessionOptions &options) {
   if (options.threads == 0)
     return std::string("--num-threads must be at least 1");
   bool gpu = options.target != "cpu";
+  if (options.vectorWidth != 0 &&
+      (gpu || !getCPUTarget(options.threads, options.vectorWidth)))
+    return "--vector-width=" + std::to_string(options.vectorWidth) +
+           (gpu ? " is for the CPU target" : ": expected 16, 8 or 4");
   if (!gpu && (!options.remoteDir.empty() || !options.runnerProgram.empty() ||
                !options.gpuChip.empty() || !options.gpuFeatures.empty()))
     return std::string("--remote, --runner, --gpu-chip and --gpu-features "
@@ -152,7 +156,8 @@ KernelOp TuningSession::getKernel() {
 }
 
 TargetInfo TuningSession::getTargetInfo() const {
-  TargetInfo target;
+  TargetInfo target =
+      getCPUTarget(options.threads, options.vectorWidth).value_or(TargetInfo());
   target.threads = options.threads;
   if (runner) {
     target.gpu = true;

@@ -32,9 +32,11 @@ struct TargetInfo {
   /// A GPU (the GPU expert; GPU mappings and shared memory in searches)
   /// rather than this CPU.
   bool gpu = false;
-  /// Lanes of a vector of 32-bit elements (AVX-512: 16; a GPU thread's
-  /// widest load, 128 bits: 4).
+  /// Lanes of a vector of 32-bit elements (AVX-512: 16; AVX2: 8; a GPU
+  /// thread's widest load, 128 bits: 4), and the CPU's vector registers
+  /// (AVX-512: 32; AVX2: 16), which bound the register tiles of products.
   int64_t vectorWidth = 16;
+  int64_t vectorRegisters = 32;
   /// Threads the parallel scopes run on (CPU).
   unsigned threads = 1;
   /// GPU: the most threads a block may have, the threads of a warp, and
@@ -43,6 +45,15 @@ struct TargetInfo {
   int64_t warpSize = 32;
   int64_t maxSharedBytes = 48 * 1024;
 };
+
+/// This CPU as the heuristics see it, with `threads` threads: AVX-512 (16
+/// lanes, 32 registers), else AVX or AVX2 (8 lanes, 16 registers), else 4
+/// lanes and 16 registers. `vectorWidth` (16, 8 or 4; 0 for this CPU's)
+/// names one of those instead, so that a program can be written for
+/// another CPU, or the same program expected on every CPU (the tests).
+/// Fails (nothing returned) for another width.
+std::optional<TargetInfo> getCPUTarget(unsigned threads,
+                                       int64_t vectorWidth = 0);
 
 /// Where a search stands, after each measured candidate.
 struct SearchProgress {

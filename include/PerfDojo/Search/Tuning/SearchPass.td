@@ -56,6 +56,9 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
     Option<"seed", "seed", "uint64_t", "1", "seed of the search">,
     Option<"db", "db", "std::string", "\"\"",
            "tuning database (none if empty)">,
+    Option<"vectorWidth", "vector-width", "int64_t", "0",
+           "CPU vector lanes the heuristics write for: 16, 8 or 4 (0: this "
+           "CPU's)">,
     Option<"allowSlower", "allow-slower", "bool", "false",
            "a heuristic's program even when it is slower than the kernel">
   ];

@@ -33,6 +33,9 @@ struct TuningSessionOptions {
   unsigned gpuWarmup = 2;
   uint64_t maxExpectedMiB = 32;
   unsigned threads = 1;
+  /// The CPU's vector width the heuristics write for (16, 8 or 4; 0: this
+  /// CPU's, getCPUTarget).
+  int64_t vectorWidth = 0;
   unsigned repetitions = 3;
   double timeLimit = 30;
   double tolerance = 2e-3;
