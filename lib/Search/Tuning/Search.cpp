@@ -547,7 +547,6 @@ public:
           if (!access ||
               classify(access, lanes.getDepth()) != AccessUse::Scattered)
             continue;
-          SmallVector<LinearForm> in(access.getLinearForms());
           // The innermost enclosing scope along which it is contiguous.
           for (auto s = dyn_cast<ScopeOp>(lanes->getParentOp()); s;
                s = dyn_cast<ScopeOp>(s->getParentOp()))
@@ -568,19 +567,12 @@ public:
       unsigned lanesDepth = op->getParentOfType<ScopeOp>().getDepth();
       size_t before = env.getMoves().size();
       // After the tile, the inner part is at depth + 1 and the lanes one
-      // deeper than now; each interchange sinks it by one.
+      // deeper than now (lanesDepth + 1); each interchange sinks it by one,
+      // until it sits at lanesDepth, right above the lanes.
       bool ok = apply(TileScopeOp::make(scopeLoc(op, depth), width));
-      auto current = [&]() -> ComputeOp {
-        ComputeOp result;
-        env.getKernel().walk([&](ComputeOp other) {
-          if (!result && scopeLocation(other, 0) == id)
-            result = other;
-        });
-        return result;
-      };
-      for (unsigned d = depth + 1; ok && d + 1 < lanesDepth + 1; ++d) {
-        ComputeOp now = current();
-        ok = now && apply(SwapNestedScopesOp::make(scopeLoc(now, d)));
+      for (unsigned d = depth + 1; ok && d < lanesDepth; ++d) {
+        std::optional<ComputeOp> now = findOpAt(id);
+        ok = now && apply(SwapNestedScopesOp::make(scopeLoc(*now, d)));
       }
       if (!ok)
         rollBackTo(before);
@@ -728,7 +720,7 @@ public:
       if (p->columns && p->columns.getSize() % cols == 0 &&
           p->columns.getSize() > cols &&
           apply(TileScopeOp::make(scopeLoc(p->op, k + 1), cols)))
-        (void)apply(SwapNestedScopesOp::make(scopeLoc(*findProductOp(id), k)));
+        (void)apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), k)));
       std::optional<Product> q = findProductAt(id);
       if (!q)
         continue;
@@ -805,11 +797,11 @@ public:
       // below k, where it is unrolled.
       unsigned kd = findProductAt(id)->reduction.getDepth() + 1;
       bool ok = apply(
-          TileScopeOp::make(scopeLoc(*findProductOp(id), r), rowsPerTile));
+          TileScopeOp::make(scopeLoc(*findOpAt(id), r), rowsPerTile));
       for (unsigned d = r + 1; ok && d < kd; ++d)
-        ok = apply(SwapNestedScopesOp::make(scopeLoc(*findProductOp(id), d)));
+        ok = apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), d)));
       if (ok)
-        ok = apply(UnrollOp::make(scopeLoc(*findProductOp(id), kd)));
+        ok = apply(UnrollOp::make(scopeLoc(*findOpAt(id), kd)));
       if (!ok) {
         rollBackTo(before);
         continue;
@@ -862,11 +854,11 @@ public:
     size_t before = env.getMoves().size();
     // The copy is named after the operand: B_panel, else B_panel1, ...
     std::string name;
-    bool ok = apply(SwapNestedScopesOp::make(scopeLoc(*findProductOp(id), r)));
+    bool ok = apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), r)));
     for (unsigned n = 0; ok && name.empty() && n < 8; ++n) {
       std::string candidate =
           array + "_panel" + (n ? std::to_string(n) : std::string());
-      if (apply(AddCopyOp::make(scopeLoc(*findProductOp(id), r + 1), array,
+      if (apply(AddCopyOp::make(scopeLoc(*findOpAt(id), r + 1), array,
                                 candidate)))
         name = candidate;
     }
@@ -892,7 +884,7 @@ public:
         (void)apply(VectorizeOp::make(scopeLoc(findCopy(), d)));
     }
     // T's tiles not shared out evenly, or too few: parallel inside T.
-    std::optional<ComputeOp> op = findProductOp(id);
+    std::optional<ComputeOp> op = findOpAt(id);
     if (ok && op && target.threads > 1) {
       ScopeOp outer = (*op)->getParentOfType<ScopeOp>();
       while (outer && outer.getDepth() > r)
@@ -943,7 +935,7 @@ public:
   /// child's subtree, then before it. False if a split is refused (the
   /// steps taken stay).
   bool isolate(StringRef id, unsigned d) {
-    ComputeOp op = *findProductOp(id);
+    ComputeOp op = *findOpAt(id);
     Operation *child = op;
     while (cast<ScopeOp>(child->getParentOp()).getDepth() != d)
       child = child->getParentOp();
@@ -961,8 +953,9 @@ public:
     return true;
   }
 
-  /// The reduction whose depth-0 location was `id`, after other moves.
-  std::optional<ComputeOp> findProductOp(StringRef id) {
+  /// The operation whose depth-0 location was `id` (a product's
+  /// reduction, a transposing copy), after other moves.
+  std::optional<ComputeOp> findOpAt(StringRef id) {
     std::optional<ComputeOp> result;
     env.getKernel().walk([&](ComputeOp op) {
       if (!result && scopeLocation(op, 0) == id)
@@ -986,7 +979,7 @@ public:
   }
 
   std::optional<Product> findProductAt(StringRef id) {
-    std::optional<ComputeOp> op = findProductOp(id);
+    std::optional<ComputeOp> op = findOpAt(id);
     if (!op)
       return std::nullopt;
     if (std::optional<Product> narrow = findNarrowProduct(*op))

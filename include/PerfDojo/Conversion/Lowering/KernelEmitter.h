@@ -106,8 +106,8 @@ protected:
   /// Loads the operands, computes and stores one operation.
   virtual LogicalResult lowerCompute(ComputeOp op);
   /// Fully unrolls the loops of unrolled scopes, innermost first, unless
-  /// the function would then hold more than kMaxEmittedOperations
-  /// operations (refused, naming the unrolled scope that copies most).
+  /// the function would then pass kMaxEmittedOperations or kMaxAccessPairs
+  /// (refused, naming the unrolled scope that copies most).
   LogicalResult unrollLoops();
   /// The target's name in refusals ("CPU", "GPU").
   virtual StringRef targetName() const = 0;
