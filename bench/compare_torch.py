@@ -55,10 +55,12 @@ def shapes(path):
     return out
 
 
-def torch_cases(name, s, torch):
-    """(eager, out_form or None) callables computing kernel `name`."""
+def torch_cases(name, s, torch, inputs=None):
+    """(eager, out_form or None) callables computing kernel `name`, on
+    `inputs` ({buffer: numpy array}) when given, else on random tensors."""
     F = torch.nn.functional
-    r = lambda b: torch.rand(*s[b][1]) * 2 - 1
+    r = lambda b: (torch.from_numpy(inputs[b]) if inputs is not None
+                   else torch.rand(*s[b][1]) * 2 - 1)
     o = lambda b: torch.empty(*s[b][1])
     if name in ("add", "mul"):
         x, y, z = r("x"), r("y"), o("z")

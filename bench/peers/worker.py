@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""One peer computing one kernel, for the interleaved rounds of run.py.
+
+    worker.py torch KERNEL.pd --work DIR --threads T [--compile-modes M,...]
+    worker.py tvm-tune KERNEL.pd --work DIR --threads T --trials N
+    worker.py tvm KERNEL.pd --work DIR --threads T
+
+Run by the peer's own Python (bench/peers/.venv-torch or .venv-tvm, made
+by bench/peers/setup.sh); run.py starts it and talks to it.
+
+``torch`` and ``tvm`` serve: they read the kernel's inputs from
+DIR/inputs.npz (written by run.py), prepare every variant (PyTorch eager,
+``out=`` where the operation has it, ``torch.compile`` in each mode; TVM
+the best schedule MetaSchedule recorded in DIR/tvm), run each once on the
+inputs and write its outputs to DIR/out-<variant>.npz for run.py to check,
+then print one JSON line ``{"ready": {variant: {...}}}``. After that, each
+line ``time REPS`` on stdin is answered by ``{"times": {variant: [ms,
+...]}}`` (one untimed run, then REPS timed calls of each variant) and
+``quit`` ends the worker.
+
+``tvm-tune`` tunes the kernel (translated by pd_to_te from its naive text
+form) with MetaSchedule's evolutionary search and XGBoost cost model,
+recording every measured schedule in DIR/tvm as it goes: run.py stops it
+when its tuning time is up, and the records so far are what ``tvm``
+serves.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def say(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def timed(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def serve(variants, ready):
+    say({"ready": ready})
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            return
+        reps = int(words[1])
+        say({"times": {name: timed(fn, reps) for name, fn in variants.items()}})
+
+
+def torch_variants(args, inputs, numpy):
+    import torch
+    from compare_torch import shapes, torch_cases
+    torch.set_num_threads(args.threads)
+    name = os.path.basename(args.kernel)[:-3]
+    eager, out = torch_cases(name, shapes(args.kernel), torch, inputs)
+    variants, ready = {"eager": eager}, {}
+    if out:
+        variants["out"] = out
+    for mode in [m for m in args.compile_modes.split(",") if m]:
+        start = time.perf_counter()
+        compiled = torch.compile(eager, mode=None if mode == "default"
+                                 else mode)
+        compiled()
+        variants["compile-" + mode] = compiled
+        ready["compile-" + mode] = {"compile_s": time.perf_counter() - start}
+    for variant, fn in variants.items():
+        result = fn()
+        numpy.savez(os.path.join(args.work, "out-torch-%s.npz" % variant),
+                    result=result.numpy())
+        ready.setdefault(variant, {})
+    from torch._inductor import cpu_vec_isa
+    isa = cpu_vec_isa.pick_vec_isa()
+    ready["_versions"] = {"torch": torch.__version__,
+                          "Inductor vector ISA": str(isa) if isa else "none"}
+    return variants, ready
+
+
+def tvm_target(tvm, threads):
+    cpu = tvm.target.codegen.llvm_get_system_cpu()
+    return tvm.target.Target({"kind": "llvm", "mcpu": cpu,
+                              "num-cores": threads})
+
+
+def tvm_module(args, tvm):
+    import pd_to_te
+    kernel = pd_to_te.parse(open(args.kernel).read(), args.kernel)
+    tensors = pd_to_te.to_te(kernel, tvm, args.kernel)
+    func = tvm.te.create_prim_func(tensors).with_attr("global_symbol", "main")
+    return kernel, tvm.IRModule({"main": func})
+
+
+def tvm_tune(args):
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+    _, mod = tvm_module(args, tvm)
+    ms.tune_tir(mod, tvm_target(tvm, args.threads),
+                work_dir=os.path.join(args.work, "tvm"),
+                max_trials_global=args.trials, num_trials_per_iter=64,
+                num_tuning_cores=args.threads, seed=args.seed)
+    say({"tuned": True})
+
+
+def tvm_variants(args, inputs, numpy):
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+    kernel, mod = tvm_module(args, tvm)
+    target = tvm_target(tvm, args.threads)
+    work = os.path.join(args.work, "tvm")
+    records = os.path.join(work, "database_tuning_record.json")
+    trials = sum(1 for _ in open(records)) if os.path.exists(records) else 0
+    if not trials:
+        raise SystemExit("%s: MetaSchedule recorded no schedule in %s"
+                         % (args.kernel, work))
+    start = time.perf_counter()
+    database = ms.database.JSONDatabase(work_dir=work)
+    schedule = ms.tir_integration.compile_tir(database, mod, target)
+    if schedule is None:
+        raise SystemExit("%s: no tuned schedule in %s" % (args.kernel, work))
+    lib = tvm.compile(schedule.mod, target=target)
+    dev = tvm.cpu()
+    names = [n for n in kernel.order if kernel.buffers[n][0] in ("in", "out")]
+    arrays = []
+    for n in names:
+        role, dtype, dims = kernel.buffers[n]
+        arrays.append(tvm.runtime.tensor(inputs[n], dev) if role == "in"
+                      else tvm.runtime.empty(dims, dtype, dev))
+    fn = lib["main"]
+    fn(*arrays)
+    outs = {n: a.numpy() for n, a in zip(names, arrays)
+            if kernel.buffers[n][0] == "out"}
+    numpy.savez(os.path.join(args.work, "out-tvm-metaschedule.npz"), **outs)
+    ready = {"metaschedule": {"trials": trials,
+                              "build_s": time.perf_counter() - start},
+             "_versions": {"tvm": tvm.__version__}}
+    return {"metaschedule": lambda: fn(*arrays)}, ready
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("peer", choices=["torch", "tvm", "tvm-tune"])
+    ap.add_argument("kernel")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--compile-modes", default="default,max-autotune",
+                    help="torch.compile modes timed as variants")
+    args = ap.parse_args()
+    if args.peer == "tvm-tune":
+        return tvm_tune(args)
+    import numpy
+    with numpy.load(os.path.join(args.work, "inputs.npz")) as data:
+        inputs = {k: data[k] for k in data.files}
+    make = torch_variants if args.peer == "torch" else tvm_variants
+    variants, ready = make(args, inputs, numpy)
+    serve(variants, ready)
+
+
+if __name__ == "__main__":
+    main()
