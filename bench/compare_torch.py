@@ -106,6 +106,49 @@ def torch_cases(name, s, torch, inputs=None):
     if name == "swiglu":
         x, w1, w3 = r("x"), r("w1"), r("w3")
         return (lambda: F.silu(x @ w1) * (x @ w3)), None
+    # The second kernel set (kernels/unseen), as PyTorch users write it.
+    if name in ("gelu", "silu"):
+        x = r("x")
+        if name == "gelu":
+            return (lambda: F.gelu(x, approximate="tanh")), None
+        return (lambda: F.silu(x)), None
+    if name == "bias_relu":
+        x, b = r("x"), r("b")
+        bb = b[None, :, None, None]
+        return (lambda: torch.relu(x + bb)), None
+    if name == "transpose":
+        x, y = r("x"), o("y")
+        return (lambda: x.t().contiguous()), (lambda: y.copy_(x.t()))
+    if name == "transpose_add":
+        x, y, z = r("x"), r("y"), o("z")
+        return (lambda: x + y.t()), (lambda: torch.add(x, y.t(), out=z))
+    if name == "maxpool2x2":
+        x = r("x")
+        return (lambda: F.max_pool2d(x, 2)), None
+    if name == "avgpool3x3":
+        x = r("x")
+        return (lambda: F.avg_pool2d(x, 3, stride=1)), None
+    if name in ("groupnorm", "instancenorm"):
+        x, g, b = r("x"), r("gamma"), r("beta")
+        if name == "groupnorm":
+            return (lambda: F.group_norm(x, 8, g, b, EPS)), None
+        return (lambda: F.instance_norm(x, weight=g, bias=b, eps=EPS)), None
+    if name == "depthwise_conv":
+        x, w = r("x"), r("w")
+        w4 = w[:, None]
+        return (lambda: F.conv2d(x, w4, groups=w.shape[0])), None
+    if name == "attention":
+        q, k, v = r("Q"), r("K"), r("V")
+        return (lambda: F.scaled_dot_product_attention(q, k, v)), None
+    if name == "l2norm":
+        x = r("x")
+        return (lambda: x * torch.rsqrt((x * x).sum(1, keepdim=True) + EPS)), None
+    if name == "colsum":
+        x, y = r("x"), o("y")
+        return (lambda: x.sum(1)), (lambda: torch.sum(x, 1, out=y))
+    if name == "gemv":
+        a, x, y = r("A"), r("x"), o("y")
+        return (lambda: a @ x), (lambda: torch.mv(a, x, out=y))
     raise KeyError(name)
 
 

@@ -127,19 +127,19 @@ def to_te(kernel, tvm, where="<kernel>"):
     for number, sizes, target, index, op, expr in kernel.statements:
         place = "%s:%d" % (where, number)
         role, dtype, dims = kernel.buffers[target]
-        # The target's index must name each of its dimensions' scopes once,
-        # covering the dimension: out[{a},{b}] with scopes a, b of its sizes.
-        out_depths = []
+        # Each index of the target is a mixed-radix number of scope
+        # variables that covers its dimension once ({0}, or {1}*8+{2} with
+        # scopes of 8 and 8 for 64 channels): the stage computes over the
+        # target's dimensions and recovers each variable by division.
+        out_depths, decode = [], []
         for i, part in enumerate(index):
-            m = re.fullmatch(r"\{(\d+)\}", part.strip())
-            if not m or int(m.group(1)) >= len(sizes):
-                raise Unsupported("%s: the written index '%s' is not one "
-                                  "scope's variable" % (place, part))
-            depth = int(m.group(1))
-            if sizes[depth] != dims[i] or depth in out_depths:
-                raise Unsupported("%s: the statement does not write all of "
-                                  "%s" % (place, target))
-            out_depths.append(depth)
+            digits = radix_digits(part, sizes, dims[i], place, target)
+            for depth, _ in digits:
+                if depth in out_depths:
+                    raise Unsupported("%s: {%d} indexes two dimensions of %s"
+                                      % (place, depth, target))
+                out_depths.append(depth)
+            decode.append(digits)
         reduce_depths = [d for d in range(len(sizes)) if d not in out_depths]
         if reduce_depths and op == "=":
             raise Unsupported("%s: a store repeated over scopes its target "
@@ -155,8 +155,8 @@ def to_te(kernel, tvm, where="<kernel>"):
             axes = [te.reduce_axis((0, sizes[d]), name="k%d" % d)
                     for d in reduce_depths]
             reduced = te.compute(
-                dims, reduce_body(out_depths, reduce_depths, axes, expr, op,
-                                  current, kernel, dtype, tvm, place),
+                dims, reduce_body(decode, sizes, reduce_depths, axes, expr,
+                                  op, current, kernel, dtype, tvm, place),
                 name=stage + "_r")
             identity = {"+=": 0.0, "*=": 1.0, "max=": -math.inf,
                         "min=": math.inf}[op]
@@ -168,7 +168,7 @@ def to_te(kernel, tvm, where="<kernel>"):
         else:
             # The target's dimensions are in the order of its index.
             current[target] = te.compute(
-                dims, map_body(out_depths, expr, op, previous, current,
+                dims, map_body(decode, sizes, expr, op, previous, current,
                                kernel, dtype, tvm, place), name=stage)
         constant[target] = constant_of(expr) if op == "=" else None
 
@@ -182,12 +182,50 @@ def to_te(kernel, tvm, where="<kernel>"):
     return ins + outs
 
 
+def radix_digits(part, sizes, dim, place, target):
+    """[(depth, weight)] of an index that is a mixed-radix number of scope
+    variables covering `dim` exactly: the weights, smallest first, are 1
+    and then the running products of the scopes' sizes."""
+    digits = []
+    for term in part.replace(" ", "").split("+"):
+        m = re.fullmatch(r"\{(\d+)\}(?:\*(\d+))?", term)
+        if not m or int(m.group(1)) >= len(sizes):
+            raise Unsupported("%s: the written index '%s' of %s is not a sum "
+                              "of scope variables times sizes"
+                              % (place, part, target))
+        digits.append((int(m.group(1)), int(m.group(2) or 1)))
+    digits.sort(key=lambda d: d[1])
+    weight = 1
+    for depth, w in digits:
+        if w != weight:
+            break
+        weight *= sizes[depth]
+    else:
+        if weight == dim:
+            return digits
+    raise Unsupported("%s: the statement does not write each element of %s "
+                      "once" % (place, target))
+
+
+def decoded(decode, sizes, out_vars, tvm):
+    """{depth: TIR value} of the scope variables behind the target's index."""
+    tir = tir_of(tvm)
+    env = {}
+    for digits, var in zip(decode, out_vars):
+        for n, (depth, weight) in enumerate(digits):
+            value = var if weight == 1 else tir.floordiv(var, weight)
+            if n + 1 < len(digits):       # not the most significant digit
+                value = tir.floormod(value, sizes[depth])
+            env[depth] = value
+    return env
+
+
 # te.compute reads its function's signature and refuses keyword (default)
 # arguments, so each stage's function is made by one of these.
-def reduce_body(out_depths, reduce_depths, axes, expr, op, current, kernel,
-                dtype, tvm, place):
+def reduce_body(decode, sizes, reduce_depths, axes, expr, op, current,
+                kernel, dtype, tvm, place):
     def body(*out_vars):
-        env = dict(zip(out_depths, out_vars))
+        env = decoded(decode, sizes, out_vars, tvm)
         env.update(zip(reduce_depths, axes))
         value = evaluate(expr, env, dict(current), kernel, dtype, tvm, place)
         return reducer(op, tvm)(value, axis=axes)
@@ -200,12 +238,12 @@ def combine_body(op, previous, reduced, tir):
     return body
 
 
-def map_body(out_depths, expr, op, previous, current, kernel, dtype, tvm,
+def map_body(decode, sizes, expr, op, previous, current, kernel, dtype, tvm,
              place):
     snapshot = dict(current)
 
     def body(*out_vars):
-        env = dict(zip(out_depths, out_vars))
+        env = decoded(decode, sizes, out_vars, tvm)
         value = evaluate(expr, env, snapshot, kernel, dtype, tvm, place)
         if op == "=":
             return value
