@@ -717,10 +717,11 @@ public:
           continue;
       }
       // columns -> (columns / cols) x cols, the outer part above k.
-      if (p->columns && p->columns.getSize() % cols == 0 &&
-          p->columns.getSize() > cols &&
-          apply(TileScopeOp::make(scopeLoc(p->op, k + 1), cols)))
-        (void)apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), k)));
+      if (p->columns && int64_t(p->columns.getSize()) % cols == 0 &&
+          int64_t(p->columns.getSize()) > cols &&
+          apply(TileScopeOp::make(scopeLoc(p->op, k + 1), cols)) &&
+          apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), k))))
+        raiseAboveReductions(id, k);
       std::optional<Product> q = findProductAt(id);
       if (!q)
         continue;
@@ -808,6 +809,40 @@ public:
       }
       unrollWindow(id);
       packPanel(id);
+    }
+  }
+
+  /// The scope at depth `d` above the product `id` (its column tiles, just
+  /// brought above the innermost reduction scope) rises above every
+  /// reduction scope that directly encloses it alone: a convolution's
+  /// input channels and filter rows as well as its filter columns. Each
+  /// output tile then stays in registers through the whole reduction,
+  /// instead of being stored and loaded again for every channel and row.
+  /// Stops at the first scope that the output uses or that is not
+  /// sequential, or where a step is refused.
+  void raiseAboveReductions(StringRef id, unsigned d) {
+    while (d > 0 && steps < kMaxSteps) {
+      ComputeOp op = *findOpAt(id);
+      Operation *tile = op;
+      while (cast<ScopeOp>(tile->getParentOp()).getDepth() != d)
+        tile = tile->getParentOp();
+      auto above = dyn_cast<ScopeOp>(tile->getParentOp()->getParentOp());
+      if (!above || above.getMapping() != Mapping::seq ||
+          usesVariable(op.getOut().getLinearForms(), above.getDepth()))
+        return;
+      // What shares the scope with the tile (a convolution's peeled
+      // columns) is split off first.
+      unsigned up = above.getDepth();
+      if (!llvm::hasSingleElement(above.getBodyBlock())) {
+        size_t before = env.getMoves().size();
+        if (!isolate(id, up)) {
+          rollBackTo(before);
+          return;
+        }
+      }
+      if (!apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), up))))
+        return;
+      --d;
     }
   }
 
