@@ -679,6 +679,89 @@ public:
     return found;
   }
 
+  /// The rows of a register tile: the largest of 8, 6, 4, 3, 2 that
+  /// divides the row scope's size (and is below it) and keeps `rows` x
+  /// `vectors` within the accumulators; 0 when none does.
+  static int64_t rowTile(int64_t size, int64_t vectors, int64_t accumulators) {
+    for (int64_t r : {8, 6, 4, 3, 2})
+      if (size % r == 0 && size > r && r * vectors <= accumulators)
+        return r;
+    return 0;
+  }
+
+  struct TileChoice {
+    /// Vectors of columns per tile row (all of them: no column tiles).
+    int64_t columns = 1;
+    /// The depth of the rows scope, when a row scope takes part.
+    std::optional<unsigned> rowsDepth;
+  };
+
+  /// Chooses the register tile of product `p` (before any of its moves):
+  /// C vectors of columns, a divisor of `vectorsPerRow`, by R rows of one
+  /// row scope (rowTile), the pair that a model of today's x86 cores runs
+  /// fastest per k step: R x C fused multiply-adds, two per cycle; two
+  /// loads per cycle, the vector loads (C when the vector-loaded operand
+  /// does not use the rows, so each loaded vector serves every row; else
+  /// R x C) and the broadcasts (R, or 1 when the broadcast operand does not
+  /// use the rows either); and at least 4 cycles, the latency of a fused
+  /// multiply-add into one accumulator. Ties go to the larger tile, then
+  /// to C = `cols`, then to the larger R. Without a row scope, C is `cols`
+  /// when it divides the vectors, else all of them. So matmul gets 6 rows
+  /// x 2 vectors on AVX2, a batched matmul its rows rather than its batch
+  /// (each of whose rows reads another B), and a convolution with 63
+  /// vectors of output columns and 10 output channels 4 output rows x 3
+  /// vectors, not all 63 vectors unrolled.
+  TileChoice chooseTile(Product p, int64_t vectorsPerRow,
+                        int64_t accumulators, int64_t cols) {
+    TileChoice choice;
+    choice.columns = vectorsPerRow > cols && vectorsPerRow % cols == 0
+                         ? cols
+                         : vectorsPerRow;
+    if (!p.columns)
+      return choice;
+    SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
+    SmallVector<SmallVector<LinearForm>> loaded, broadcast;
+    for (Attribute input : p.op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input)) {
+        SmallVector<LinearForm> in(access.getLinearForms());
+        (in.back().coeff(p.columns.getDepth()) ? loaded : broadcast)
+            .push_back(in);
+      }
+    auto uses = [](ArrayRef<SmallVector<LinearForm>> operands, unsigned d) {
+      return llvm::any_of(operands, [&](ArrayRef<LinearForm> in) {
+        return usesVariable(in, d);
+      });
+    };
+    // Score: modelled efficiency, tile size, C == cols, R.
+    std::tuple<double, int64_t, bool, int64_t> best{0, 0, false, 0};
+    for (auto s = dyn_cast<ScopeOp>(p.reduction->getParentOp()); s;
+         s = dyn_cast<ScopeOp>(s->getParentOp())) {
+      unsigned d = s.getDepth();
+      if (!usesVariable(forms, d) || forms.back().coeff(d) ||
+          s.getMapping() != Mapping::seq)
+        continue;
+      for (int64_t c = 1; c <= vectorsPerRow && c <= accumulators; ++c) {
+        if (vectorsPerRow % c)
+          continue;
+        int64_t r = rowTile(s.getSize(), c, accumulators);
+        if (!r)
+          continue;
+        double fmas = double(r * c);
+        double loads = (uses(loaded, d) ? fmas : double(c)) +
+                       (uses(broadcast, d) ? double(r) : 1.0);
+        double cycles = std::max({fmas / 2, loads / 2, 4.0});
+        std::tuple<double, int64_t, bool, int64_t> score{
+            std::round(fmas / 2 / cycles * 1000) / 1000, r * c, c == cols, r};
+        if (score > best) {
+          best = score;
+          choice.columns = c;
+          choice.rowsDepth = d;
+        }
+      }
+    }
+    return choice;
+  }
+
   /// Register blocking of products (matmul and kin): for each vector
   /// reduction under ... rows, k, columns, lanes, the columns split into
   /// tiles of `cols` vectors and the rows into tiles of R rows, both
@@ -716,10 +799,12 @@ public:
         if (!p)
           continue;
       }
-      // columns -> (columns / cols) x cols, the outer part above k.
-      if (p->columns && int64_t(p->columns.getSize()) % cols == 0 &&
-          int64_t(p->columns.getSize()) > cols &&
-          apply(TileScopeOp::make(scopeLoc(p->op, k + 1), cols)) &&
+      // The tile: C vectors of columns by R rows, chosen together.
+      int64_t vectorsPerRow = p->columns ? p->columns.getSize() : 1;
+      TileChoice tile = chooseTile(*p, vectorsPerRow, accumulators, cols);
+      // columns -> (columns / C) x C, the outer part above the reduction.
+      if (p->columns && tile.columns > 1 && tile.columns < vectorsPerRow &&
+          apply(TileScopeOp::make(scopeLoc(p->op, k + 1), tile.columns)) &&
           apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), k))))
         raiseAboveReductions(id, k);
       std::optional<Product> q = findProductAt(id);
@@ -755,6 +840,11 @@ public:
            s = dyn_cast<ScopeOp>(s->getParentOp())) {
         if (!isRows(s) || s.getMapping() != Mapping::seq)
           continue;
+        if (tile.rowsDepth) {
+          if (s.getDepth() == *tile.rowsDepth)
+            rows = s;
+          continue;
+        }
         bool shared = llvm::none_of(loaded, [&](ArrayRef<LinearForm> in) {
           return usesVariable(in, s.getDepth());
         });
@@ -773,11 +863,7 @@ public:
       for (Operation *s = q->op->getParentOp()->getParentOp();
            s != q->reduction.getOperation(); s = s->getParentOp())
         vectors *= cast<ScopeOp>(s).getSize();
-      int64_t rowsPerTile = 0;
-      for (int64_t r : {8, 6, 4, 3, 2})
-        if (!rowsPerTile && int64_t(rows.getSize()) % r == 0 && int64_t(rows.getSize()) > r &&
-            r * vectors <= accumulators)
-          rowsPerTile = r;
+      int64_t rowsPerTile = rowTile(rows.getSize(), vectors, accumulators);
       if (!rowsPerTile)
         continue;
       unsigned r = rows.getDepth();
