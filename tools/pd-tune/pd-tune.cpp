@@ -123,6 +123,11 @@ static cl::opt<int64_t> vectorWidth(
     "vector-width", cl::cat(tuneCategory), cl::init(0),
     cl::desc("CPU: the vector lanes the heuristics write for, 16 (AVX-512, "
              "32 registers), 8 (AVX2, 16) or 4 (default: this CPU's)"));
+static cl::opt<unsigned> confirmRounds(
+    "confirm", cl::cat(tuneCategory), cl::init(3),
+    cl::desc("random, anneal on the CPU: time the best 4 programs again in "
+             "this many interleaved rounds and answer with the lowest "
+             "median (0: the first best time stands)"));
 static cl::opt<bool> allowSlower(
     "allow-slower", cl::cat(tuneCategory),
     cl::desc("naive, greedy, expert: answer with the heuristic's program "
@@ -412,6 +417,7 @@ static int runTool(int argc, char **argv) {
                           : *startFrom;
   options.policyPath = policyFilename;
   options.allowSlower = allowSlower;
+  options.confirmRounds = confirmRounds;
   options.horizon = horizon;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||
@@ -437,6 +443,14 @@ static int runTool(int argc, char **argv) {
   }
   if (!result.keptStart.empty())
     llvm::errs() << "pd-tune: " << result.keptStart << "\n";
+  if (result.confirmedRounds)
+    llvm::errs() << "pd-tune: the best " << result.confirmedPrograms
+                 << " programs timed again in " << result.confirmedRounds
+                 << " interleaved rounds: the answer's median is "
+                 << llvm::format("%.4g", result.best.seconds * 1e3)
+                 << " ms (first measured "
+                 << llvm::format("%.4g", result.firstSeconds * 1e3)
+                 << " ms)\n";
   if (!result.stoppedEarly.empty())
     llvm::errs() << "pd-tune: the search stopped after " << result.evaluations
                  << " of " << budget << " evaluations: " << result.stoppedEarly
@@ -589,6 +603,11 @@ static int runTool(int argc, char **argv) {
           out["heuristic_ms"] = result.heuristic.seconds * 1e3;
         if (!result.keptStart.empty())
           out["kept_start"] = result.keptStart;
+        if (result.confirmedRounds) {
+          out["confirm_rounds"] = result.confirmedRounds;
+          out["confirm_programs"] = result.confirmedPrograms;
+          out["best_first_ms"] = result.firstSeconds * 1e3;
+        }
         if (torch) {
           out["torch_ms"] = torch->first * 1e3;
           out["torch_version"] = torch->second;

@@ -1623,6 +1623,9 @@ private:
 
   void anneal();
   void sample();
+  /// Times the best programs again (SearchOptions::confirmRounds) and
+  /// answers with the one of the lowest median.
+  void confirm();
 
   Environment &env;
   const SearchOptions &options;
@@ -1634,6 +1637,8 @@ private:
   /// Every program measured by this search (by state hash), with its time
   /// (0 for a failure).
   llvm::StringMap<double> timeOf;
+  /// The moves that reach each program measured correct (by state hash).
+  llvm::StringMap<Sequence> sequenceOf;
   /// Proposals in a row that met no new program.
   unsigned idle = 0;
   static constexpr unsigned kIdleLimit = 1000;
@@ -1694,6 +1699,8 @@ Searcher::measureGeneration(ArrayRef<Sequence> batch,
   for (auto [moves, hash, m] : llvm::zip(batch, hashes, *measured)) {
     count(moves, m);
     timeOf[hash] = m.ok() ? m.seconds : 0;
+    if (m.ok())
+      sequenceOf.try_emplace(hash, moves);
   }
   return std::move(*measured);
 }
@@ -1948,6 +1955,7 @@ SearchResult Searcher::run() {
     anneal();
   else
     sample();
+  confirm();
   if (result.stoppedEarly.empty() && result.error.empty() && !result.pending &&
       result.evaluations < options.budget &&
       !(options.timeBudget > 0 && elapsed() >= options.timeBudget))
@@ -1955,6 +1963,54 @@ SearchResult Searcher::run() {
         "no new program among " + std::to_string(proposals) +
         " proposals (few legal moves lead anywhere new from the programs met)";
   return result;
+}
+
+void Searcher::confirm() {
+  if (!options.confirmRounds || options.confirmPrograms < 1 ||
+      options.target.gpu || env.getOptions().runner || stopped ||
+      !result.error.empty() || result.pending || !result.best.ok())
+    return;
+  // The finalists: the best distinct programs by first time.
+  SmallVector<std::pair<double, StringRef>> ranked;
+  for (const auto &entry : timeOf)
+    if (entry.second > 0 && sequenceOf.count(entry.first()))
+      ranked.push_back({entry.second, entry.first()});
+  llvm::sort(ranked);
+  ranked.resize(std::min<size_t>(ranked.size(), options.confirmPrograms));
+  if (ranked.empty())
+    return;
+  std::vector<std::vector<double>> times(ranked.size());
+  std::vector<Measurement> last(ranked.size());
+  for (auto [i, entry] : llvm::enumerate(ranked))
+    times[i].push_back(entry.first);
+  for (unsigned round = 0; round < options.confirmRounds; ++round)
+    for (auto [i, entry] : llvm::enumerate(ranked)) {
+      std::string why;
+      if (failed(env.replay(sequenceOf[entry.second], why)))
+        continue;
+      Measurement m = env.measureAgain();
+      if (m.ok()) {
+        times[i].push_back(m.seconds);
+        last[i] = m;
+      }
+    }
+  auto median = [](std::vector<double> v) {
+    llvm::sort(v);
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  size_t best = 0;
+  for (size_t i = 1; i < ranked.size(); ++i)
+    if (median(times[i]) < median(times[best]))
+      best = i;
+  if (!last[best].ok())
+    return;
+  result.firstSeconds = ranked[best].first;
+  result.best = last[best];
+  result.best.seconds = median(times[best]);
+  result.bestMoves = sequenceOf[ranked[best].second];
+  result.confirmedPrograms = ranked.size();
+  result.confirmedRounds = options.confirmRounds;
 }
 
 static PolicySearchFn policySearch = nullptr;

@@ -158,6 +158,12 @@ public:
   /// time already in the database stands); with one, the status of the
   /// reference run, whose time is this CPU's and is not recorded.
   Measurement measureStart();
+  /// Measures the current state again on this CPU, ignoring the cache and
+  /// the database and recording nothing: a search's finalists re-timed, so
+  /// that its answer is not merely the luckiest of many noisy measurements.
+  /// Not counted among the evaluations. With a runner (or when the
+  /// starting kernel fails), the earlier measurement.
+  Measurement measureAgain();
   /// Measurements actually run (not reused) so far.
   unsigned getEvaluationCount() const { return evaluations; }
   const EnvironmentOptions &getOptions() const { return options; }

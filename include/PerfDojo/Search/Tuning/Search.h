@@ -99,6 +99,13 @@ struct SearchOptions {
   /// slower than the starting kernel (to see what the heuristic does; by
   /// default the starting kernel is the answer then).
   bool allowSlower = false;
+  /// Random and anneal on this CPU: after the search, its best
+  /// `confirmPrograms` programs are timed again in `confirmRounds`
+  /// interleaved rounds, and the answer is the one with the lowest median
+  /// (its first time among them): the best of many noisy measurements is
+  /// optimistic, and may be a lucky one. 0 rounds: the first best stands.
+  unsigned confirmRounds = 3;
+  unsigned confirmPrograms = 4;
 };
 
 struct SearchResult {
@@ -124,6 +131,11 @@ struct SearchResult {
   /// Set when the search could not run at all (the starting kernel fails,
   /// the runner cannot measure).
   std::string error;
+  /// The search's finalists timed again (SearchOptions::confirmRounds):
+  /// how many programs, how many rounds, and the best program's time as
+  /// first measured (best.seconds is then the median of all its times).
+  unsigned confirmedPrograms = 0, confirmedRounds = 0;
+  double firstSeconds = 0;
   /// Why a search stopped before its budget when it ran out of new
   /// programs to measure (the neighbourhood is exhausted); empty otherwise.
   std::string stoppedEarly;
