@@ -272,6 +272,88 @@ public:
     exhaust<VectorizeOp>();
   }
 
+  /// CPU, several threads: a long reduction with too few independent
+  /// iterations around it to share among the threads (a batch norm's 3
+  /// channels, each summing 3.4e7 elements on one thread) is split across
+  /// them, as TVM's rfactor does: its outermost scope that the output does
+  /// not index, S, is tiled into one part per thread (when the threads
+  /// divide it), the reduction split there into per-thread partial results
+  /// (split_reduction), and S runs in parallel; the partials are combined
+  /// after it. Runs before vectorize, which refuses a split across vector
+  /// lanes. Each reduction is visited once; refused steps are taken back.
+  void splitLongReductions() {
+    const int64_t threads = target.threads;
+    if (target.gpu || threads < 2)
+      return;
+    // Visited reductions, and the partial results made here (whose
+    // reductions are split already).
+    SmallVector<std::string> done, partials;
+    while (steps < kMaxSteps) {
+      std::optional<ComputeOp> found;
+      ScopeOp split;
+      env.getKernel().walk([&](ComputeOp op) {
+        if (found || op.getReduction() == Reduction::none ||
+            llvm::is_contained(done, scopeLocation(op, 0)) ||
+            llvm::is_contained(partials, op.getOut().getArray().getValue()))
+          return;
+        SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+        // The scopes around the reduction, outermost first.
+        SmallVector<ScopeOp> around;
+        for (auto s = dyn_cast<ScopeOp>(op->getParentOp()); s;
+             s = dyn_cast<ScopeOp>(s->getParentOp()))
+          around.insert(around.begin(), s);
+        int64_t outside = 1, reduced = 1;
+        ScopeOp first;
+        for (ScopeOp s : around) {
+          if (s.getMapping() != Mapping::seq && s.getMapping() != Mapping::parallel)
+            return;
+          if (usesVariable(forms, s.getDepth())) {
+            if (!first)
+              outside *= s.getSize();
+          } else {
+            if (!first)
+              first = s;
+            reduced = std::min<int64_t>(reduced * s.getSize(), int64_t(1) << 40);
+          }
+        }
+        // Enough independent work around it, or too little to split.
+        if (!first || outside >= 4 * threads || reduced < (int64_t(1) << 16) ||
+            first.getMapping() != Mapping::seq)
+          return;
+        int64_t ops = 0;
+        first.walk([&](ComputeOp) { ++ops; });
+        if (ops != 1)
+          return;
+        found = op;
+        split = first;
+      });
+      if (!found)
+        return;
+      std::string id = scopeLocation(*found, 0);
+      done.push_back(id);
+      int64_t size = split.getSize();
+      unsigned depth = split.getDepth();
+      if (size < threads || size % threads)
+        continue;
+      size_t before = env.getMoves().size();
+      bool ok = size == threads ||
+                apply(TileScopeOp::make(scopeLoc(*found, depth), size / threads));
+      std::string partial;
+      for (unsigned n = 0; ok && partial.empty() && n < 100; ++n) {
+        std::string name = found->getOut().getArray().getValue().str() +
+                           "_part" + (n ? std::to_string(n) : "");
+        if (apply(SplitReductionOp::make(scopeLoc(*findOpAt(id), depth), name)))
+          partial = name;
+      }
+      ok = !partial.empty() &&
+           apply(ParallelizeOp::make(partialLocation(partial, depth)));
+      if (!ok)
+        rollBackTo(before);
+      else
+        partials.push_back(partial);
+    }
+  }
+
   /// An innermost sequential scope inside another, narrower than the
   /// vector width but more than one iteration, along which some access
   /// runs contiguously (as a vectorizable remainder would) and every
@@ -291,8 +373,10 @@ public:
   void parallelize() {
     exhaust<ParallelizeOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
+      // Not around a scope that runs in parallel already (a reduction
+      // split across the threads): nested, it would run on one thread.
       return scope && scope.getDepth() == 0 &&
-             scope.getSize() >= target.threads;
+             scope.getSize() >= target.threads && !hasParallel(scope);
     });
   }
 
@@ -1552,6 +1636,7 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.alignForFusion();
     runner.naive(/*keepProducts=*/true);
     runner.shrinkTemporaries();
+    runner.splitLongReductions();
     runner.vectorize();
     runner.blockTransposes();
     runner.isolateReductions();
