@@ -71,7 +71,11 @@ def torch_variants(args, inputs, numpy):
         variants["out"] = out
     for mode in [m for m in args.compile_modes.split(",") if m]:
         start = time.perf_counter()
-        compiled = torch.compile(eager, mode=None if mode == "default"
+        # A wrapper of its own code object per mode: Dynamo caches compiled
+        # frames by code object, and would serve the first mode's code to
+        # the second.
+        wrapper = eval("lambda: fn()", {"fn": eager})
+        compiled = torch.compile(wrapper, mode=None if mode == "default"
                                  else mode)
         compiled()
         variants["compile-" + mode] = compiled
