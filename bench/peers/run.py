@@ -416,6 +416,9 @@ def main():
     ap.add_argument("--work", default=os.path.join(HERE, "work"))
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--retune", action="store_true")
+    ap.add_argument("--fresh", action="store_true",
+                    help="report only this run's kernels (by default the "
+                         "rows of earlier runs into --work are kept)")
     args = ap.parse_args()
     args.peers = [p for p in args.peers.split(",") if p]
     for peer in args.peers:
@@ -430,7 +433,7 @@ def main():
              (suite.names() if args.set == "suite" else suite.names("unseen")))
     os.makedirs(args.work, exist_ok=True)
     reference_program = os.path.join(args.work, "reference.pd")
-    if not os.path.exists(reference_program) or args.retune:
+    if not os.path.exists(reference_program):
         naive = os.path.join(args.work, "reference-naive.pd")
         with open(naive, "w") as f:
             subprocess.run([sys.executable, os.path.join(ROOT, "kernels",
@@ -442,7 +445,14 @@ def main():
                         "--no-db", "--quiet", "--plot=-",
                         "-o", reference_program], check=True,
                        capture_output=True)
-    rows, versions = [], {}
+    # Rows measured by earlier runs into the same --work are kept (each
+    # kernel's peers are timed in its own interleaved rounds) and reported
+    # with this run's, which replace those of the same kernels.
+    results = os.path.join(args.work, "results.json")
+    kept = {}
+    if os.path.exists(results) and not args.fresh:
+        kept = {row["kernel"]: row for row in json.load(open(results))}
+    versions = {}
     for name in names:
         try:
             row = measure(args, name, reference_program)
@@ -450,10 +460,13 @@ def main():
             log("%s: %s" % (name, e))
             row = {"kernel": name, "errors": [str(e)], "median_ms": {},
                    "spread": {}, "rounds_ms": {}}
-        rows.append(row)
+        row["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        kept[name] = row
+        json.dump(list(kept.values()), open(results, "w"), indent=1)
+    order = {n: i for i, n in enumerate(suite.names() + suite.names("unseen"))}
+    rows = sorted(kept.values(), key=lambda r: order.get(r["kernel"], 1 << 30))
+    for row in rows:
         versions.update(row.get("versions", {}))
-        json.dump(rows, open(os.path.join(args.work, "results.json"), "w"),
-                  indent=1)
     versions["PerfDojo"] = subprocess.run(
         ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
         capture_output=True, text=True).stdout.strip()
