@@ -138,6 +138,10 @@ def peer_env(args):
     # (which PerfDojo's RL agent uses), Inductor links the /usr/lib one, its
     # vector ISA probe fails to load, and it silently emits scalar code.
     env["TORCH_USE_RTLD_GLOBAL"] = "1"
+    # Each torch.compile mode compiles for itself: with Inductor's caches,
+    # max-autotune was served the default mode's code for the same graph
+    # (0.1 s; 7.2 s to really compile matmul).
+    env["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
     return env
 
 
