@@ -474,6 +474,8 @@ struct PySearchResult {
   std::vector<double> trace;
   unsigned evaluations = 0, failures = 0;
   std::string lastFailure, stoppedEarly;
+  unsigned confirmedRounds = 0;
+  double firstSeconds = 0;
 };
 
 Strategy strategyNamed(const std::string &name) {
@@ -608,8 +610,9 @@ public:
                         uint64_t seed, double timeBudget,
                         const std::string &graph, unsigned generation,
                         const std::string &startFrom,
-                        const std::string &target) {
+                        const std::string &target, unsigned confirmRounds) {
     SearchOptions options;
+    options.confirmRounds = confirmRounds;
     options.strategy = strategyNamed(strategy);
     options.startFrom = strategyNamed(startFrom);
     if (graph == "edges")
@@ -639,6 +642,8 @@ public:
     out.failures = r.failures;
     out.lastFailure = r.lastFailure;
     out.stoppedEarly = r.stoppedEarly;
+    out.confirmedRounds = r.confirmedRounds;
+    out.firstSeconds = r.firstSeconds;
     return out;
   }
 
@@ -844,7 +849,12 @@ NB_MODULE(_core, m) {
       .def_ro("failures", &PySearchResult::failures)
       .def_ro("last_failure", &PySearchResult::lastFailure)
       .def_ro("stopped_early", &PySearchResult::stoppedEarly,
-              "why the search stopped before its budget (empty if it did not)");
+              "why the search stopped before its budget (empty if it did not)")
+      .def_ro("confirm_rounds", &PySearchResult::confirmedRounds,
+              "rounds in which the best programs were timed again (0: none; "
+              "best.seconds is then the answer's median)")
+      .def_ro("first_seconds", &PySearchResult::firstSeconds,
+              "the answer's time as first measured, when confirmed");
 
   nb::class_<PyEnvironment>(m, "Environment")
       .def(nb::init<PyKernel &, unsigned, unsigned, unsigned, double, uint64_t,
@@ -871,7 +881,7 @@ NB_MODULE(_core, m) {
       .def("search", &PyEnvironment::search, nb::arg("strategy"),
            nb::arg("budget"), nb::arg("seed"), nb::arg("time_budget"),
            nb::arg("graph"), nb::arg("generation"), nb::arg("start_from"),
-           nb::arg("target"));
+           nb::arg("target"), nb::arg("confirm_rounds"));
 
   nb::class_<PyMoveInfo>(m, "MoveInfo", "A move of the catalogue")
       .def_ro("name", &PyMoveInfo::name)

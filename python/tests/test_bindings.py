@@ -159,14 +159,21 @@ def test_search_and_tuning_database(softmax_text, tmp_path):
     kernel = perfdojo.Kernel.parse(softmax_text)
     db = str(tmp_path / "tuning.db")
     env = perfdojo.Environment(kernel, repetitions=2, database=db)
-    result = env.search("anneal", budget=4, seed=2)
-    assert result.start.ok and result.best.ok
+    result = env.search("anneal", budget=4, seed=2, confirm_rounds=0)
+    assert result.start.ok and result.best.ok and result.confirm_rounds == 0
     assert result.best.seconds <= result.start.seconds
     assert len(result.trace) == result.evaluations <= 4
     env.replay(result.best_moves)
     records = perfdojo.TuningDatabase(db, kernel).variants()
     assert env.hash in {r.hash for r in records}
     assert perfdojo.TuningDatabase(db, kernel).best().seconds == pytest.approx(result.best.seconds)
+    # Confirmed, the answer's time is the median of its times; its first
+    # time is the database's record of that program.
+    confirmed = env.search("random", budget=4, seed=3, confirm_rounds=2)
+    assert confirmed.confirm_rounds == 2 and confirmed.best.ok
+    env.replay(confirmed.best_moves)
+    first = {r.hash: r.seconds for r in perfdojo.TuningDatabase(db, kernel).variants()}
+    assert first[env.hash] == pytest.approx(confirmed.first_seconds)
     # Another target's records are apart.
     assert perfdojo.TuningDatabase(db, kernel, target="elsewhere").variants() == []
     with pytest.raises(perfdojo.Error, match="unknown strategy 'bogus'"):
