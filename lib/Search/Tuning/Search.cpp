@@ -583,12 +583,15 @@ public:
   static constexpr int64_t kMaxWindow = 8;
 
   /// Whether `scope` is a short reduction window: at most kMaxWindow
-  /// iterations, and every operation under it a reduction into an element
-  /// that does not depend on its variable.
+  /// iterations, every scope under it short too (a pooling window's rows
+  /// and columns, not a batch norm's 8 images around 300 x 300 pixels),
+  /// and every operation under it a reduction into an element that does
+  /// not depend on its variable.
   static bool isWindow(ScopeOp scope) {
-    if (int64_t(scope.getSize()) > kMaxWindow)
-      return false;
     bool window = true;
+    scope.walk([&](ScopeOp s) {
+      window &= int64_t(s.getSize()) <= kMaxWindow;
+    });
     scope.walk([&](ComputeOp op) {
       window &= op.getReduction() != Reduction::none &&
                 !usesVariable(op.getOut().getLinearForms(), scope.getDepth());
