@@ -105,9 +105,9 @@ LogicalResult mlir::perfdojo::canSetMapping(ScopeOp scope, Mapping mapping,
       reason = "a vector scope must wrap exactly one operation";
       return failure();
     }
-    if (size < 2 || size > 64 || !llvm::isPowerOf2_64(size))
+    if (size < 2 || size > 64)
       return refuse(reason, [&] {
-        return "vector widths are powers of two from 2 to 64, the scope has " +
+        return "a vector scope has from 2 to 64 lanes, the scope has " +
                std::to_string(size);
       });
     break;

@@ -95,8 +95,8 @@ LogicalResult KernelEmitter::checkUnrolling() {
            << "the unrolled scopes would copy the kernel's operations more "
               "than "
            << kMaxUnrolledCopies << " times in all, which the " << targetName()
-           << " lowering refuses (compiling that much code takes minutes); "
-              "unroll fewer or smaller scopes";
+           << " lowering refuses, " << kCodeSizeRefusal
+           << "; unroll fewer or smaller scopes";
   return success();
 }
 
@@ -104,7 +104,8 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
   loc = scope.getLoc();
   if (lanes.active)
     return scope.emitError("a vector scope inside a vector scope");
-  lanes = {scope.getDepth(), int64_t(scope.getSize()), true};
+  lanes = {scope.getDepth(), int64_t(scope.getSize()), true,
+           int64_t(scope.getSize())};
   ivs.push_back(Value());
   LogicalResult result = success();
   for (Operation &op : scope.getBodyBlock()) {
@@ -179,7 +180,7 @@ LogicalResult KernelEmitter::unrollLoops() {
       error << "accesses times writes, " << pairs
             << ", pass the lowering's bound of " << kMaxAccessPairs
             << " (LLVM's time grows with that product)";
-    error << ", which would take minutes to compile; unroll fewer or "
+    error << ", " << kCodeSizeRefusal << "; unroll fewer or "
              "smaller scopes, or vectorize along a contiguous dimension (an "
              "access gathered lane by lane is a load per lane)";
     return error;
@@ -251,6 +252,25 @@ SmallVector<Value> KernelEmitter::indices(AccessAttr access, int64_t lane) {
   return result;
 }
 
+void KernelEmitter::enterLanes(ScopeOp vec, ComputeOp op, bool mayMask) {
+  int64_t size = vec.getSize();
+  lanes = {vec.getDepth(), size, true, size};
+  if (!mayMask || llvm::isPowerOf2_64(size) || !maskedLanes())
+    return;
+  bool floats = isa<FloatType>(elementType(op.getOut().getArray().getValue()));
+  for (Attribute input : op.getInputs())
+    if (auto access = dyn_cast<AccessAttr>(input))
+      floats &= isa<FloatType>(elementType(access.getArray().getValue()));
+  if (floats)
+    lanes.registerWidth = int64_t(llvm::NextPowerOf2(size));
+}
+
+Value KernelEmitter::laneMask() {
+  return vector::CreateMaskOp::create(
+      b, loc, VectorType::get({lanes.registerWidth}, b.getI1Type()),
+      ValueRange{constantIndex(lanes.width)});
+}
+
 KernelEmitter::Pattern KernelEmitter::classify(AccessAttr access) {
   SmallVector<LinearForm> forms(access.getLinearForms());
   BufferOp buffer = bufferOf(access.getArray().getValue());
@@ -284,6 +304,10 @@ Value KernelEmitter::load(AccessAttr access) {
     for (int64_t lane = 0; lane < lanes.width; ++lane)
       elements.push_back(
           memref::LoadOp::create(b, loc, memref, indices(access, lane)));
+    // The masked lanes: zeros, never read from memory.
+    if (lanes.masked())
+      elements.append(lanes.registerWidth - lanes.width,
+                      constant(0, scalar));
     return vector::FromElementsOp::create(
         b, loc, cast<VectorType>(vectorOf(scalar)), elements);
   }
@@ -293,11 +317,21 @@ Value KernelEmitter::load(AccessAttr access) {
 
 Value KernelEmitter::emitVectorLoad(VectorType type, Value memref,
                                     ValueRange at, AccessAttr access) {
+  // Masked lanes read nothing (they may lie past the buffer's end) and
+  // hold zeros.
+  if (lanes.active && lanes.masked())
+    return vector::MaskedLoadOp::create(
+        b, loc, type, memref, at, laneMask(),
+        constant(0, vectorOf(type.getElementType())));
   return vector::LoadOp::create(b, loc, type, memref, at);
 }
 
 void KernelEmitter::emitVectorStore(Value value, Value memref, ValueRange at,
                                     AccessAttr access, bool reduce) {
+  if (lanes.active && lanes.masked()) {
+    vector::MaskedStoreOp::create(b, loc, memref, at, laneMask(), value);
+    return;
+  }
   vector::StoreOp::create(b, loc, value, memref, at);
 }
 

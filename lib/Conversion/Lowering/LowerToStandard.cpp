@@ -38,6 +38,7 @@ public:
 
 private:
   StringRef targetName() const override { return "CPU"; }
+  bool maskedLanes() const override { return true; }
   LogicalResult lowerScope(ScopeOp scope) override;
   void emitVectorStore(Value value, Value memref, ValueRange at,
                        AccessAttr access, bool reduce) override;
@@ -229,6 +230,8 @@ void KernelLowering::emitVectorStore(Value value, Value memref, ValueRange at,
                                      AccessAttr out, bool reduce) {
   auto vectorType = cast<VectorType>(value.getType());
   Value aligned = streamed.lookup(bufferOf(out.getArray().getValue()));
+  if (lanes.masked())
+    return KernelEmitter::emitVectorStore(value, memref, at, out, reduce);
   if (reduce || !aligned || !isVectorAligned(out, vectorType)) {
     vector::StoreOp::create(b, loc, value, memref, at);
     return;
@@ -296,15 +299,14 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
   // max with NaN propagation takes a chain of several instructions).
   int64_t size = scope.getSize();
   int64_t count = size % 4 == 0 ? 4 : size % 2 == 0 ? 2 : 1;
-  Value init = constant(identity,
-                        VectorType::get({int64_t(inner.getSize())}, type));
+  enterLanes(inner, op, /*mayMask=*/true);
+  Value init = constant(identity, vectorOf(type));
   auto loop = scf::ForOp::create(b, loc, constantIndex(0), constantIndex(size),
                                  constantIndex(count),
                                  SmallVector<Value>(count, init));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    lanes = {inner.getDepth(), int64_t(inner.getSize()), true};
     SmallVector<Value> next;
     for (int64_t k = 0; k < count; ++k) {
       Value iv = loop.getInductionVar();
@@ -450,7 +452,6 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
                                                 ArrayRef<ScopeOp> unrolls) {
   auto vec = cast<ScopeOp>(op->getParentOp());
   Type type = elementType(op.getOut().getArray().getValue());
-  auto vecType = VectorType::get({int64_t(vec.getSize())}, type);
   Value memref = memrefs.lookup(op.getOut().getArray().getValue());
   // Every instance of the unrolled scopes, as constants per depth.
   SmallVector<SmallVector<int64_t>> combos = unrolledInstances(unrolls);
@@ -464,7 +465,8 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
       ivs.push_back(constantIndex(c));
     ivs.push_back(Value()); // the lanes
   };
-  lanes = {vec.getDepth(), int64_t(vec.getSize()), true};
+  enterLanes(vec, op, /*mayMask=*/true);
+  auto vecType = cast<VectorType>(vectorOf(type));
   // One accumulator per distinct output vector, in the order of the
   // instances that first update it; `slot[i]` is instance i's.
   SmallVector<LinearForm> forms(op.getOut().getLinearForms());
@@ -478,8 +480,8 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
     if (!added)
       continue;
     bind(constantIndex(0), combo);
-    inits.push_back(vector::LoadOp::create(b, loc, vecType, memref,
-                                           indices(op.getOut(), 0)));
+    inits.push_back(KernelEmitter::emitVectorLoad(
+        vecType, memref, indices(op.getOut(), 0), op.getOut()));
   }
   auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                  constantIndex(scope.getSize()),
@@ -508,8 +510,9 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
       continue;
     stored[i] = true;
     bind(constantIndex(0), combo);
-    vector::StoreOp::create(b, loc, loop.getResult(i), memref,
-                            indices(op.getOut(), 0));
+    KernelEmitter::emitVectorStore(loop.getResult(i), memref,
+                                   indices(op.getOut(), 0), op.getOut(),
+                                   /*reduce=*/true);
   }
   ivs.resize(base);
   lanes = {};

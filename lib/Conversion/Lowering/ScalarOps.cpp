@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/TypeUtilities.h"
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -71,11 +72,12 @@ Value KernelEmitter::operand(Attribute input, Type type) {
   unsigned depth = cast<IterAttr>(input).getDepth();
   Type i64 = b.getI64Type();
   if (!ivs[depth]) {
-    // The lane variable: 0, 1, ..., width-1.
-    SmallVector<int64_t> steps(lanes.width);
+    // The lane variable: 0, 1, ..., width-1 (and on past it in masked
+    // lanes).
+    SmallVector<int64_t> steps(lanes.registerWidth);
     std::iota(steps.begin(), steps.end(), 0);
     Value lanesValue = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(VectorType::get({lanes.width}, i64),
+        b, loc, DenseElementsAttr::get(VectorType::get({lanes.registerWidth}, i64),
                                        ArrayRef<int64_t>(steps)));
     return convert(lanesValue, i64, type);
   }
@@ -402,14 +404,24 @@ static vector::CombiningKind combiningKind(Reduction reduction, bool fp) {
 Value KernelEmitter::reduceLanes(Value value, Reduction reduction,
                                   Type type) {
   bool fp = isFloat(type);
-  if (!fp || reduction == Reduction::add || reduction == Reduction::mul)
+  int64_t width = cast<VectorType>(value.getType()).getNumElements();
+  if (lanes.active && lanes.masked()) {
+    // Masked lanes (floats only, enterLanes) take the identity.
+    double identity = reduction == Reduction::add   ? 0.0
+                      : reduction == Reduction::mul ? 1.0
+                      : reduction == Reduction::max ? -INFINITY
+                                                    : INFINITY;
+    value = arith::SelectOp::create(b, loc, laneMask(), value,
+                                    constant(identity, value.getType()));
+  }
+  if (!fp || reduction == Reduction::add || reduction == Reduction::mul ||
+      !llvm::isPowerOf2_64(width))
     return vector::ReductionOp::create(
         b, loc, combiningKind(reduction, fp), value,
         fp ? arith::FastMathFlags::reassoc : arith::FastMathFlags::none);
   // NaN-propagating max/min have no x86 reduction instruction and LLVM
   // expands their reduction lane by lane: halve the vector log2(W) times
   // with a rotation and a vector max/min instead.
-  int64_t width = lanes.width;
   for (int64_t half = width / 2; half >= 1; half /= 2) {
     SmallVector<int64_t> rotation;
     for (int64_t i = 0; i < width; ++i)

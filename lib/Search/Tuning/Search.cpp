@@ -230,15 +230,14 @@ public:
     // An innermost scope of more than the width, not a multiple of it,
     // first peels its largest multiple of the width (54 -> 48 + 6); what
     // remains narrower than the width (a convolution's 6 leftover columns)
-    // peels into powers of two (4 + 2), each a narrower vector, when an
-    // access runs along it.
+    // becomes one vector when an access runs along it: the CPU lowering
+    // computes 6 lanes as 8 with masked loads and stores, one instruction
+    // per operation where 4 + 2 lanes took two.
     auto peel = [&](ScopeOp scope) -> int64_t {
       int64_t size = scope.getSize();
       if (scope.getMapping() == Mapping::seq && size > width &&
           size % width && onlyOperations(scope))
         return size - size % width;
-      if (isRemainder(scope) && !llvm::isPowerOf2_64(size))
-        return llvm::bit_floor(uint64_t(size));
       return 0;
     };
     for (bool progress = true; progress;) {
@@ -260,13 +259,12 @@ public:
       return scope && scope.getMapping() == Mapping::seq &&
              int64_t(scope.getSize()) > width && onlyOperations(scope);
     });
-    // One operation per scope of the width (or a remainder's power of
-    // two), then vectorize those.
+    // One operation per scope of the width (or a remainder), then
+    // vectorize those.
     exhaust<SplitScopeOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       return scope &&
-             (int64_t(scope.getSize()) == width ||
-              (isRemainder(scope) && llvm::isPowerOf2_64(scope.getSize()))) &&
+             (int64_t(scope.getSize()) == width || isRemainder(scope)) &&
              scope.getMapping() == Mapping::seq && onlyOperations(scope);
     });
     exhaust<VectorizeOp>();

@@ -46,7 +46,7 @@ struct SubjectTotals {
 /// Totals over the run.
 struct Totals {
   uint64_t walks = 0, steps = 0, failures = 0, deadEnds = 0;
-  uint64_t jitCompiled = 0, jitSkipped = 0;
+  uint64_t jitCompiled = 0, jitSkipped = 0, jitTooLarge = 0;
   std::map<FailureKind, uint64_t> byKind;
   std::map<std::string, uint64_t> applied, offered;
   std::vector<SubjectTotals> subjects;
@@ -255,6 +255,7 @@ void WalkRun::finishWalk(const WalkRecord &record) {
   totals.deadEnds += record.deadEnd;
   totals.jitCompiled += record.jitCompiled;
   totals.jitSkipped += record.jitSkipped;
+  totals.jitTooLarge += record.jitTooLarge;
   for (size_t i = 0; i < record.steps && i < record.moves.size(); ++i)
     ++totals.applied[StringRef(record.moves[i]).split('@').first.str()];
   for (auto &[name, count] : record.offered)
@@ -778,7 +779,8 @@ int WalkRun::run() {
                << " failures=" << totals.failures;
   if (config.jitEvery > 0)
     llvm::outs() << " compiled=" << totals.jitCompiled
-                 << " not-compiled(gpu)=" << totals.jitSkipped;
+                 << " not-compiled(gpu)=" << totals.jitSkipped
+                 << " not-compiled(code-size)=" << totals.jitTooLarge;
   llvm::outs() << " mismatches=" << count(FailureKind::Mismatch)
                << " jit-mismatches=" << count(FailureKind::Jit)
                << " crashes=" << count(FailureKind::Crash)

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/Tools/PdWalk/Walk.h"
+#include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "PerfDojo/Search/Interpreter/VariantCheck.h"
@@ -190,7 +191,7 @@ static std::string exportKernel(KernelOp kernel) {
 /// `skipped` count the kernels compiled and those with GPU mappings).
 FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
                                 bool jit, std::string &message, bool *compiled,
-                                bool *skipped) {
+                                bool *skipped, bool *tooLarge) {
   setStage("verifying the kernel");
   {
     std::string diags;
@@ -239,6 +240,15 @@ FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
     compareWithReference(subject.reference, 1e-4, result);
   if (result.ok())
     return FailureKind::None;
+  // The lowering's bound on the code it emits (a limit, not a fault).
+  if (result.status == EvaluationStatus::CompileError &&
+      StringRef(result.reason).contains(KernelEmitter::kCodeSizeRefusal)) {
+    if (compiled)
+      *compiled = false;
+    if (tooLarge)
+      *tooLarge = true;
+    return FailureKind::None;
+  }
   message = "the compiled kernel fails: " +
             stringifyEvaluationStatus(result.status).str() + ": " +
             result.reason;
@@ -433,7 +443,7 @@ WalkRecord Walker::runWalk(const Subject &subject, unsigned index, unsigned w,
   }
   if (kind == FailureKind::None)
     kind = checkKernel(subject, kernel, jit, message, &record.jitCompiled,
-                       &record.jitSkipped);
+                       &record.jitSkipped, &record.jitTooLarge);
   setStage("");
   record.kind = kind;
   if (kind != FailureKind::None) {
@@ -463,7 +473,8 @@ std::string WalkRecord::encode() const {
                                      joinMoves(moves),
                                      offers,
                                      message,
-                                     transformed};
+                                     transformed,
+                                     std::to_string(jitTooLarge)};
   std::string line;
   for (const std::string &f : fields)
     line += (line.empty() ? "" : "\t") + escapeField(f);
@@ -473,7 +484,7 @@ std::string WalkRecord::encode() const {
 WalkRecord WalkRecord::decode(StringRef line) {
   SmallVector<StringRef> parts;
   line.split(parts, '\t');
-  parts.resize(13);
+  parts.resize(14);
   auto number = [](StringRef s) {
     uint64_t v = 0;
     (void)s.getAsInteger(10, v);
@@ -488,6 +499,7 @@ WalkRecord WalkRecord::decode(StringRef line) {
   r.kind = FailureKind(number(parts[5]));
   r.jitCompiled = number(parts[6]);
   r.jitSkipped = number(parts[7]);
+  r.jitTooLarge = number(parts[13]);
   r.seconds = std::strtod(parts[8].str().c_str(), nullptr);
   SmallVector<StringRef> moves;
   StringRef(parts[9]).split(moves, ',', -1, /*KeepEmpty=*/false);

@@ -65,6 +65,12 @@ public:
   /// 16.5 s. So: at most kMaxAccessPairs accesses x writes (about 15 s),
   /// and at most kMaxEmittedOperations operations in all.
   static constexpr int64_t kMaxAccessPairs = 10'000'000;
+  /// The words every refusal of the lowering for the size of the code it
+  /// would emit contains (unrolled copies, operations, accesses x writes):
+  /// a limit of the lowering, not a fault of the kernel, which pd-walk
+  /// counts apart from failures.
+  static constexpr const char *kCodeSizeRefusal =
+      "which would take minutes to compile";
   static constexpr int64_t kMaxEmittedOperations = 400'000;
 
   /// The outermost unrolled scope under `root` at which the copies that
@@ -75,9 +81,30 @@ protected:
   /// The lanes of the vector scope being lowered, if any.
   struct Lanes {
     unsigned depth = 0;
+    /// The scope's iterations.
     int64_t width = 1;
     bool active = false;
+    /// The lanes of the vectors that hold them: `width`, or the next power
+    /// of two when the target masks the lanes past `width` (maskedLanes).
+    int64_t registerWidth = 1;
+    bool masked() const { return registerWidth != width; }
   };
+  /// Enters the lanes of vector scope `vec`, which holds `op`; with
+  /// `mayMask`, masked (see maskedLanes) where the target masks lanes.
+  void enterLanes(ScopeOp vec, ComputeOp op, bool mayMask = false);
+  /// Whether the target may compute a vector scope whose size is not a
+  /// power of two on the next power of two of lanes, its loads and stores
+  /// masked to the scope's iterations: one 8-lane fused multiply-add for a
+  /// convolution's 6 leftover columns, not a 4-lane and a 2-lane one. Only
+  /// where the values stay in registers through a loop (a register tile,
+  /// vector accumulators) and the lanes are loaded and stored once around
+  /// it: a masked store is slow, and a load of what it stored waits for it
+  /// (a 3x3 average pool whose 6 leftover columns were summed in memory
+  /// through masked stores ran 2.1x slower). Only for operations on
+  /// floats, whose extra lanes cannot trap.
+  virtual bool maskedLanes() const { return false; }
+  /// The i1 vector of the lanes that are iterations of the scope.
+  Value laneMask();
 
   //===--------------------------------------------------------------------===//
   // The tree walk
@@ -158,7 +185,8 @@ protected:
   //===--------------------------------------------------------------------===//
 
   Type vectorOf(Type scalar) {
-    return lanes.active ? VectorType::get({lanes.width}, scalar) : scalar;
+    return lanes.active ? VectorType::get({lanes.registerWidth}, scalar)
+                        : scalar;
   }
   Value operand(Attribute input, Type type);
   Value constant(double value, Type type);

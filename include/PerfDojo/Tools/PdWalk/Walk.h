@@ -130,6 +130,10 @@ struct WalkRecord {
   /// The moves taken (on a failure, the last one may be the refused one).
   SmallVector<std::string> moves;
   bool jitCompiled = false, jitSkipped = false;
+  /// Whether the CPU lowering refused the kernel for the size of the code
+  /// it would emit (KernelEmitter::kCodeSizeRefusal): not compiled, not a
+  /// failure.
+  bool jitTooLarge = false;
   double seconds = 0;
   /// Legal instances offered, by move name (for --move-stats).
   std::map<std::string, uint64_t> offered;
@@ -253,7 +257,7 @@ private:
   void noteApplied();
   FailureKind checkKernel(const Subject &subject, KernelOp kernel, bool jit,
                           std::string &message, bool *compiled = nullptr,
-                          bool *skipped = nullptr);
+                          bool *skipped = nullptr, bool *tooLarge = nullptr);
   FailureKind applyText(IRRewriter &rewriter, KernelOp kernel,
                         const std::string &text, std::optional<bool> listed,
                         bool &illegal, std::string &message);
