@@ -490,10 +490,12 @@ LogicalResult GPUKernelLowering::lowerScope(ScopeOp scope) {
 
 /// The alignment of a vector of `type` whose every offset is a multiple of
 /// its width, in a buffer allocated by the runtime (cuMemAlloc and
-/// hipMalloc align to at least 256 bytes).
+/// hipMalloc align to at least 256 bytes): the largest power of two that
+/// divides its size in bytes (8 for 6 floats, whose offsets step by 24).
 static llvm::MaybeAlign vectorAlignment(VectorType type) {
-  return llvm::MaybeAlign(type.getNumElements() *
-                          llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+  uint64_t bytes = type.getNumElements() *
+                   llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  return llvm::MaybeAlign(uint64_t(1) << llvm::countr_zero(bytes));
 }
 
 /// Whether the vector access of `type` at `access` may claim
