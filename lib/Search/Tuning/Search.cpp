@@ -1133,8 +1133,10 @@ public:
   /// Unrolls the short reduction scopes right above a register tile (a
   /// convolution's 3 x 3 window), so that the tile stays in registers
   /// through the next longer one (the input channels) rather than being
-  /// loaded and stored for every window row. At most 4 iterations each and
-  /// 256 unrolled instances in all.
+  /// loaded and stored for every window row. At most kMaxWindow iterations
+  /// each and 256 unrolled instances in all (a 5 x 5 window over a 4 x 3
+  /// tile unrolls its columns, 60 instances, and keeps the tile through
+  /// its rows and the input channels).
   void unrollWindow(StringRef id) {
     while (true) {
       std::optional<Product> q = findProductAt(id);
@@ -1147,7 +1149,7 @@ public:
       ScopeOp k = q->reduction;
       auto above = dyn_cast_or_null<ScopeOp>(k->getParentOp());
       if (usesVariable(q->op.getOut().getLinearForms(), k.getDepth()) ||
-          !above || k.getSize() > 4 ||
+          !above || int64_t(k.getSize()) > kMaxWindow ||
           instances * k.getSize() > 256 ||
           above.getMapping() != Mapping::seq ||
           !llvm::hasSingleElement(above.getBodyBlock()) ||
