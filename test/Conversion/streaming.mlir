@@ -60,18 +60,55 @@ perfdojo.kernel @unaligned {
 
 // -----
 
-// A vector narrower than a 64-byte cache line, even at aligned offsets:
-// an ordinary store (a partial line streamed while other stores write the
-// rest of it is slow).
+// A vector narrower than a 64-byte cache line (AVX2's 8 floats, 4 here)
+// streams when the loop right around its lanes writes whole lines one
+// after the other: consecutive vectors, the first starting a line, the
+// loop's vectors ending one.
 // CHECK-LABEL: func.func @narrow
-// CHECK-NOT: nontemporal
-// CHECK: return
+// CHECK: scf.if
+// CHECK-NEXT: vector.store %{{.*}} {alignment = 16 : i64, nontemporal = true} : memref<1024xf32>, vector<4xf32>
 perfdojo.kernel @narrow {
   perfdojo.buffer in x f32 [1024] heap
   perfdojo.buffer out y f32 [1024] heap
   perfdojo.scope 256 {
     perfdojo.scope 4 vector {
       perfdojo.compute y[{0} * 4 + {1}] = x[{0} * 4 + {1}]
+    }
+  }
+}
+
+// -----
+
+// Not when its loop's vectors end inside a line (rows of 300 floats, 75
+// vectors of 4: the next row's first vector shares the line), nor when
+// consecutive vectors leave gaps: a partial line streamed while other
+// stores write the rest of it is slow.
+// CHECK-LABEL: func.func @narrow_rows
+// CHECK-NOT: nontemporal
+// CHECK: return
+// CHECK-LABEL: func.func @narrow_gaps
+// CHECK-NOT: nontemporal
+// CHECK: return
+perfdojo.kernel @narrow_rows {
+  perfdojo.buffer in x f32 [16, 300] heap
+  perfdojo.buffer out y f32 [16, 300] heap
+  perfdojo.scope 16 {
+    perfdojo.scope 75 {
+      perfdojo.scope 4 vector {
+        perfdojo.compute y[{0}, {1} * 4 + {2}] = x[{0}, {1} * 4 + {2}]
+      }
+    }
+  }
+}
+
+// -----
+
+perfdojo.kernel @narrow_gaps {
+  perfdojo.buffer in x f32 [2048] heap
+  perfdojo.buffer out y f32 [2048] heap
+  perfdojo.scope 256 {
+    perfdojo.scope 4 vector {
+      perfdojo.compute y[{0} * 8 + {1}] = x[{0} * 8 + {1}]
     }
   }
 }

@@ -195,25 +195,30 @@ LogicalResult KernelEmitter::unrollLoops() {
   return success();
 }
 
-bool KernelEmitter::isOffsetMultipleOf(AccessAttr access, int64_t width) {
+KernelEmitter::OffsetForm KernelEmitter::offsetForm(AccessAttr access) {
   ArrayRef<int64_t> shape = bufferOf(access.getArray().getValue()).getShape();
   SmallVector<LinearForm> forms(access.getLinearForms());
-  // The element offset, linearized: every scope variable other than the
-  // lanes must step by a multiple of the width, and the start must be one.
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int d = int(shape.size()) - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
-  int64_t start = 0;
-  SmallVector<int64_t> steps(ivs.size(), 0);
+  OffsetForm offset;
+  offset.steps.assign(ivs.size(), 0);
   for (auto [d, form] : llvm::enumerate(forms)) {
-    start += form.constant * strides[d];
+    offset.start += form.constant * strides[d];
     for (unsigned v = 0; v < form.getNumDims() && v < ivs.size(); ++v)
-      steps[v] += form.coeffs[v] * strides[d];
+      offset.steps[v] += form.coeffs[v] * strides[d];
   }
-  if (start % width)
+  return offset;
+}
+
+bool KernelEmitter::isOffsetMultipleOf(AccessAttr access, int64_t width) {
+  // Every scope variable other than the lanes must step by a multiple of
+  // the width, and the start must be one.
+  OffsetForm offset = offsetForm(access);
+  if (offset.start % width)
     return false;
   for (unsigned v = 0; v < ivs.size(); ++v)
-    if (ivs[v] && steps[v] % width)
+    if (ivs[v] && offset.steps[v] % width)
       return false;
   return true;
 }
@@ -383,6 +388,7 @@ void KernelEmitter::store(ComputeOp op, Value value) {
 
 LogicalResult KernelEmitter::lowerCompute(ComputeOp op) {
   loc = op.getLoc();
+  current = op;
   Type outType = elementType(op.getOut().getArray().getValue());
   std::string error;
   Value value = compute(op, outType, error);

@@ -179,16 +179,39 @@ void KernelLowering::findStreamedOutputs(ArrayRef<BufferOp> parameters) {
 }
 
 bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
-  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
-  int64_t vectorBytes = type.getNumElements() * elementBytes;
-  // A whole 64-byte cache line, aligned to it (the base is 64-byte
-  // aligned). A narrower non-temporal store fills part of a line whose rest
-  // other stores write: the write-combining buffer is flushed partially,
-  // and batchnorm_8x64x300x300's 4-wide remainder columns made the whole
-  // kernel half again slower (46 -> 69 ms).
-  if (vectorBytes != 64 || type.getElementTypeBitWidth() % 8)
+  if (type.getElementTypeBitWidth() % 8)
     return false;
-  return isOffsetMultipleOf(out, type.getNumElements());
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  int64_t width = type.getNumElements();
+  int64_t vectorBytes = width * elementBytes;
+  int64_t line = 64 / elementBytes;
+  // A whole 64-byte cache line, aligned to it (the base is 64-byte
+  // aligned). A narrower non-temporal store that fills part of a line
+  // whose rest other stores write flushes the write-combining buffer
+  // partially: batchnorm_8x64x300x300's 4-wide remainder columns made the
+  // whole kernel half again slower (46 -> 69 ms).
+  if (vectorBytes == 64)
+    return isOffsetMultipleOf(out, width);
+  // A narrower vector (AVX2's 32 bytes) streams when the loop right around
+  // its lanes writes whole lines, one after the other: consecutive
+  // iterations store consecutive vectors, the loop's first vector starts a
+  // line and its vectors end one (softmax's 64 x 8 floats of a row).
+  if (vectorBytes > 64 || 64 % vectorBytes || !current || lanes.depth == 0)
+    return false;
+  auto loop = dyn_cast_or_null<ScopeOp>(current->getParentOp());
+  loop = loop ? dyn_cast_or_null<ScopeOp>(loop->getParentOp()) : ScopeOp();
+  if (!loop || loop.getDepth() + 1 != lanes.depth ||
+      (loop.getMapping() != Mapping::seq &&
+       loop.getMapping() != Mapping::unroll) ||
+      (int64_t(loop.getSize()) * width) % line)
+    return false;
+  OffsetForm offset = offsetForm(out);
+  if (offset.start % line || offset.steps[loop.getDepth()] != width)
+    return false;
+  for (unsigned v = 0; v < ivs.size(); ++v)
+    if (ivs[v] && v != loop.getDepth() && offset.steps[v] % line)
+      return false;
+  return true;
 }
 
 LogicalResult KernelLowering::lowerScope(ScopeOp scope) {

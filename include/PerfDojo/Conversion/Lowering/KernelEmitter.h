@@ -168,6 +168,14 @@ protected:
   /// logical shape) is a multiple of `width` for every iteration of the
   /// enclosing scopes (the lanes excepted).
   bool isOffsetMultipleOf(AccessAttr access, int64_t width);
+  /// The element offset of `access` (row-major in its buffer's logical
+  /// shape): its constant start, and the step of each enclosing scope's
+  /// variable (by depth; the lanes' too).
+  struct OffsetForm {
+    int64_t start = 0;
+    SmallVector<int64_t> steps;
+  };
+  OffsetForm offsetForm(AccessAttr access);
 
   Value load(AccessAttr access);
   /// Stores `value` (combined with the element for a reduction) into the
@@ -232,6 +240,8 @@ protected:
   SmallVector<scf::ForOp> unrolled;
   /// Whether a product may fuse with the sum that consumes it.
   bool fpContract;
+  /// The operation being lowered by lowerCompute, if any.
+  ComputeOp current;
 };
 
 } // namespace perfdojo

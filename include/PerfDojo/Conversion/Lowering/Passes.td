@@ -40,6 +40,9 @@ def ConvertPerfDojoToStandard
       (`nontemporal`, aligned to the line) when its offset is a multiple of
       the vector's size for every iteration and the output's base address is aligned at run time
       (checked once per call; an unaligned output takes ordinary stores).
+      A narrower vector (AVX2's 32 bytes) streams when the loop right
+      around its lanes writes whole lines one after the other (consecutive
+      vectors, starting a line, the loop's vectors ending one).
       Such an output bypasses the caches: no read for ownership, about a
       third less DRAM traffic. `pd-fence-streaming-stores` orders them.
 
