@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -393,6 +394,7 @@ class Environment:
         generation: int = 1,
         start_from: str = "expert",
         confirm_rounds: int = 3,
+        policy: str = "",
     ) -> SearchResult:
         """Runs a heuristic or a search (random, anneal) from the starting
         kernel, as pd-tune does; the environment ends at some program of it:
@@ -400,10 +402,25 @@ class Environment:
         4 best programs again in `confirm_rounds` interleaved rounds and
         answers with the lowest median (`result.best.seconds`; its first
         time, the one the tuning database keeps, is `result.first_seconds`);
-        0 keeps the first best time."""
+        0 keeps the first best time.
+
+        `strategy="rl"` plays a trained policy (`policy`: pd-train's output
+        for this target) as `pd-tune --strategy=rl` does: greedy rollouts
+        within `budget` evaluations. Its network runs in the libtorch that
+        PerfDojo was built with (Debian's), loaded into this process; with
+        PyPI's `torch` imported already the two libtorch builds would share
+        the process, which PerfDojo refuses (run `pd-tune --strategy=rl`
+        in its own process instead)."""
+        if strategy == "rl" and "torch" in sys.modules:
+            raise Error(
+                "the rl strategy loads PerfDojo's libtorch into this process, "
+                "and Python's torch module is imported already (two libtorch "
+                "builds in one process); run it in a process without torch, "
+                "or use pd-tune --strategy=rl --policy=FILE"
+            )
         return self._core.search(
             strategy, budget, seed, time_budget, graph, generation, start_from, "cpu",
-            confirm_rounds,
+            confirm_rounds, policy,
         )
 
 

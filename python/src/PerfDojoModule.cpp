@@ -25,6 +25,7 @@
 #include "PerfDojo/Search/Tuning/Environment.h"
 #include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "PerfDojo/Search/Interpreter/Interpreter.h"
+#include "PerfDojo/Search/Policy/Agent.h"
 #include "PerfDojo/Search/Tuning/Search.h"
 #include "PerfDojo/Search/Tuning/TuningDatabase.h"
 #include "PerfDojo/Support/ToolMain.h"
@@ -482,7 +483,7 @@ Strategy strategyNamed(const std::string &name) {
   std::optional<Strategy> s = parseStrategy(name);
   if (!s)
     throw Error("unknown strategy '" + name +
-                "' (expected naive, greedy, expert, random or anneal)");
+                "' (expected naive, greedy, expert, random, anneal or rl)");
   return *s;
 }
 
@@ -610,9 +611,11 @@ public:
                         uint64_t seed, double timeBudget,
                         const std::string &graph, unsigned generation,
                         const std::string &startFrom,
-                        const std::string &target, unsigned confirmRounds) {
+                        const std::string &target, unsigned confirmRounds,
+                        const std::string &policy) {
     SearchOptions options;
     options.confirmRounds = confirmRounds;
+    options.policyPath = policy;
     options.strategy = strategyNamed(strategy);
     options.startFrom = strategyNamed(startFrom);
     if (graph == "edges")
@@ -759,6 +762,8 @@ void exposeOpenMP() {
 
 NB_MODULE(_core, m) {
   exposeOpenMP();
+  // The rl strategy plays a policy file (pd-train's output).
+  registerPolicySearch();
   m.doc() = "PerfDojo's C++ core (use the perfdojo package, not this module)";
   auto error = nb::exception<Error>(m, "Error");
   nb::exception<IllegalMove>(m, "IllegalMoveError", error);
@@ -881,7 +886,7 @@ NB_MODULE(_core, m) {
       .def("search", &PyEnvironment::search, nb::arg("strategy"),
            nb::arg("budget"), nb::arg("seed"), nb::arg("time_budget"),
            nb::arg("graph"), nb::arg("generation"), nb::arg("start_from"),
-           nb::arg("target"), nb::arg("confirm_rounds"));
+           nb::arg("target"), nb::arg("confirm_rounds"), nb::arg("policy"));
 
   nb::class_<PyMoveInfo>(m, "MoveInfo", "A move of the catalogue")
       .def_ro("name", &PyMoveInfo::name)

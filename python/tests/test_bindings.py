@@ -2,6 +2,7 @@
 heuristics and searches, the catalogue and the tuning database."""
 
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -178,6 +179,45 @@ def test_search_and_tuning_database(softmax_text, tmp_path):
     assert perfdojo.TuningDatabase(db, kernel, target="elsewhere").variants() == []
     with pytest.raises(perfdojo.Error, match="unknown strategy 'bogus'"):
         env.search("bogus")
+
+
+ROWSUM = """kernel rowsum
+in  x f32 [128, 96] heap
+out y f32 [128] heap
+
+128 y[{0}]=0
+128 96 y[{0}]+=x[{0},{1}]
+"""
+
+
+def test_rl_strategy(tmp_path, monkeypatch):
+    """The rl strategy plays a policy trained by pd-train, as pd-tune does."""
+    from conftest import BUILD
+    suffix = ".dylib" if sys.platform == "darwin" else ".so"
+    if not (BUILD / "lib" / ("PerfDojoTorchPolicy" + suffix)).exists():
+        pytest.skip("built without libtorch: no policy module")
+    kernel_file = tmp_path / "rowsum.pd"
+    kernel_file.write_text(ROWSUM)
+    policy = tmp_path / "policy.pt"
+    subprocess.run(
+        [str(BUILD / "bin" / "pd-train"), str(kernel_file), "--episodes=2",
+         "--seed=1", "--num-threads=2", "-o", str(policy)],
+        check=True, capture_output=True,
+    )
+    env = perfdojo.Environment(perfdojo.Kernel.parse(ROWSUM), threads=2)
+    result = env.search("rl", policy=str(policy), budget=4, seed=1)
+    assert result.best.ok and result.start.ok
+    assert 1 <= result.evaluations <= 4
+    env.replay(result.best_moves)
+    with pytest.raises(perfdojo.Error, match="needs a policy file"):
+        env.search("rl", budget=4)
+    with pytest.raises(perfdojo.Error, match="no policy file"):
+        env.search("rl", policy=str(tmp_path / "missing.pt"), budget=4)
+    # With Python's torch imported, two libtorch builds would share the
+    # process: refused before anything loads.
+    monkeypatch.setitem(sys.modules, "torch", object())
+    with pytest.raises(perfdojo.Error, match="two libtorch builds"):
+        env.search("rl", policy=str(policy), budget=4)
 
 
 def test_catalogue():
