@@ -35,33 +35,6 @@
 using namespace mlir;
 using namespace mlir::perfdojo;
 
-/// The identity of `reduction` in `type`, as the f64 constant an operation
-/// holds: 0 (+=), 1 (*=), the lowest value (max=), the highest (min=);
-/// std::nullopt where no constant is exact (integer constants are exact up
-/// to 2^53, which the extremes of i64 pass).
-static std::optional<double> getIdentity(Reduction reduction, Type type) {
-  switch (reduction) {
-  case Reduction::add:
-    return 0.0;
-  case Reduction::mul:
-    return 1.0;
-  case Reduction::max:
-  case Reduction::min: {
-    bool max = reduction == Reduction::max;
-    if (isa<FloatType>(type))
-      return max ? -INFINITY : INFINITY;
-    unsigned width = type.getIntOrFloatBitWidth();
-    if (width > 53)
-      return std::nullopt;
-    double limit = std::ldexp(1.0, width - 1);
-    return max ? -limit : limit - 1;
-  }
-  case Reduction::none:
-    break;
-  }
-  llvm_unreachable("an assignment has no identity");
-}
-
 /// The text of `access`, as the text form prints it.
 static std::string printed(AccessAttr access) {
   std::string text;
@@ -170,7 +143,7 @@ static FailureOr<SplitPlan> planSplit(ScopeOp scope, ComputeOp op,
   if (failed(requireNoReadOf(op, plan.out, out, "the reduction", "it", reason)))
     return failure();
   Type type = plan.out.getElementType();
-  std::optional<double> identity = getIdentity(op.getReduction(), type);
+  std::optional<double> identity = getReductionIdentity(op.getReduction(), type);
   if (!identity)
     return refuse(reason, [&] {
       std::string text;
@@ -416,7 +389,7 @@ static FailureOr<PartialReduction> matchPartial(BufferOp buffer,
     });
   Type type = buffer.getElementType();
   double start = cast<FloatAttr>(init.getInputs()[0]).getValueAsDouble();
-  std::optional<double> identity = getIdentity(op, type);
+  std::optional<double> identity = getReductionIdentity(op, type);
   if (!identity || start != *identity)
     return refuse(reason, [&] {
       return "'" + name.str() + "' starts at " + formatConstant(start) +

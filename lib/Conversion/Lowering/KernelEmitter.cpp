@@ -104,8 +104,7 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
   loc = scope.getLoc();
   if (lanes.active)
     return scope.emitError("a vector scope inside a vector scope");
-  lanes = {scope.getDepth(), int64_t(scope.getSize()), true,
-           int64_t(scope.getSize())};
+  enterLanes(scope);
   ivs.push_back(Value());
   LogicalResult result = success();
   for (Operation &op : scope.getBodyBlock()) {
@@ -257,13 +256,14 @@ SmallVector<Value> KernelEmitter::indices(AccessAttr access, int64_t lane) {
   return result;
 }
 
-void KernelEmitter::enterLanes(ScopeOp vec, ComputeOp op, bool mayMask) {
+void KernelEmitter::enterLanes(ScopeOp vec, ComputeOp maskable) {
   int64_t size = vec.getSize();
-  lanes = {vec.getDepth(), size, true, size};
-  if (!mayMask || llvm::isPowerOf2_64(size) || !maskedLanes())
+  lanes = {vec, vec.getDepth(), size, true, size};
+  if (!maskable || llvm::isPowerOf2_64(size) || !maskedLanes())
     return;
-  bool floats = isa<FloatType>(elementType(op.getOut().getArray().getValue()));
-  for (Attribute input : op.getInputs())
+  bool floats =
+      isa<FloatType>(elementType(maskable.getOut().getArray().getValue()));
+  for (Attribute input : maskable.getInputs())
     if (auto access = dyn_cast<AccessAttr>(input))
       floats &= isa<FloatType>(elementType(access.getArray().getValue()));
   if (floats)
@@ -388,7 +388,6 @@ void KernelEmitter::store(ComputeOp op, Value value) {
 
 LogicalResult KernelEmitter::lowerCompute(ComputeOp op) {
   loc = op.getLoc();
-  current = op;
   Type outType = elementType(op.getOut().getArray().getValue());
   std::string error;
   Value value = compute(op, outType, error);

@@ -196,11 +196,10 @@ bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
   // its lanes writes whole lines, one after the other: consecutive
   // iterations store consecutive vectors, the loop's first vector starts a
   // line and its vectors end one (softmax's 64 x 8 floats of a row).
-  if (vectorBytes > 64 || 64 % vectorBytes || !current || lanes.depth == 0)
+  if (vectorBytes > 64 || 64 % vectorBytes || !lanes.scope)
     return false;
-  auto loop = dyn_cast_or_null<ScopeOp>(current->getParentOp());
-  loop = loop ? dyn_cast_or_null<ScopeOp>(loop->getParentOp()) : ScopeOp();
-  if (!loop || loop.getDepth() + 1 != lanes.depth ||
+  auto loop = dyn_cast<ScopeOp>(lanes.scope->getParentOp());
+  if (!loop ||
       (loop.getMapping() != Mapping::seq &&
        loop.getMapping() != Mapping::unroll) ||
       (int64_t(loop.getSize()) * width) % line)
@@ -299,30 +298,15 @@ ComputeOp KernelLowering::getAccumulated(ScopeOp scope) {
 LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
   auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
   Type type = elementType(op.getOut().getArray().getValue());
-  // The identity of the reduction.
-  double identity = 0;
-  switch (op.getReduction()) {
-  case Reduction::add:
-    identity = 0;
-    break;
-  case Reduction::mul:
-    identity = 1;
-    break;
-  case Reduction::max:
-  case Reduction::min: {
-    // Floats only (getAccumulated): no finite identity to spell as a double.
-    identity = op.getReduction() == Reduction::max ? -INFINITY : INFINITY;
-    break;
-  }
-  case Reduction::none:
-    llvm_unreachable("not a reduction");
-  }
+  // The identity of the reduction (max= and min= are on floats only here,
+  // getAccumulated, so every identity is exact).
+  double identity = *getReductionIdentity(op.getReduction(), type);
   // Several accumulators, each updated every K-th iteration, so that the
   // updates of consecutive iterations do not wait for each other (a vector
   // max with NaN propagation takes a chain of several instructions).
   int64_t size = scope.getSize();
   int64_t count = size % 4 == 0 ? 4 : size % 2 == 0 ? 2 : 1;
-  enterLanes(inner, op, /*mayMask=*/true);
+  enterLanes(inner, op);
   Value init = constant(identity, vectorOf(type));
   auto loop = scf::ForOp::create(b, loc, constantIndex(0), constantIndex(size),
                                  constantIndex(count),
@@ -488,7 +472,7 @@ LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
       ivs.push_back(constantIndex(c));
     ivs.push_back(Value()); // the lanes
   };
-  enterLanes(vec, op, /*mayMask=*/true);
+  enterLanes(vec, op);
   auto vecType = cast<VectorType>(vectorOf(type));
   // One accumulator per distinct output vector, in the order of the
   // instances that first update it; `slot[i]` is instance i's.

@@ -11,7 +11,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/TypeUtilities.h"
-#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -407,12 +406,9 @@ Value KernelEmitter::reduceLanes(Value value, Reduction reduction,
   int64_t width = cast<VectorType>(value.getType()).getNumElements();
   if (lanes.active && lanes.masked()) {
     // Masked lanes (floats only, enterLanes) take the identity.
-    double identity = reduction == Reduction::add   ? 0.0
-                      : reduction == Reduction::mul ? 1.0
-                      : reduction == Reduction::max ? -INFINITY
-                                                    : INFINITY;
-    value = arith::SelectOp::create(b, loc, laneMask(), value,
-                                    constant(identity, value.getType()));
+    value = arith::SelectOp::create(
+        b, loc, laneMask(), value,
+        constant(*getReductionIdentity(reduction, type), value.getType()));
   }
   if (!fp || reduction == Reduction::add || reduction == Reduction::mul ||
       !llvm::isPowerOf2_64(width))

@@ -105,6 +105,30 @@ bool mlir::perfdojo::isComparison(OpKind kind) {
   return kind >= OpKind::lt && kind <= OpKind::ne;
 }
 
+std::optional<double>
+mlir::perfdojo::getReductionIdentity(Reduction reduction, Type type) {
+  switch (reduction) {
+  case Reduction::add:
+    return 0.0;
+  case Reduction::mul:
+    return 1.0;
+  case Reduction::max:
+  case Reduction::min: {
+    bool max = reduction == Reduction::max;
+    if (isa<FloatType>(type))
+      return max ? -INFINITY : INFINITY;
+    unsigned width = type.getIntOrFloatBitWidth();
+    if (width > 53)
+      return std::nullopt;
+    double limit = std::ldexp(1.0, width - 1);
+    return max ? -limit : limit - 1;
+  }
+  case Reduction::none:
+    break;
+  }
+  llvm_unreachable("an assignment has no identity");
+}
+
 StringRef mlir::perfdojo::getAssignToken(Reduction reduction) {
   switch (reduction) {
   case Reduction::none:

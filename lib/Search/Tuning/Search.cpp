@@ -230,9 +230,9 @@ public:
     // An innermost scope of more than the width, not a multiple of it,
     // first peels its largest multiple of the width (54 -> 48 + 6); what
     // remains narrower than the width (a convolution's 6 leftover columns)
-    // becomes one vector when an access runs along it: the CPU lowering
-    // computes 6 lanes as 8 with masked loads and stores, one instruction
-    // per operation where 4 + 2 lanes took two.
+    // becomes one vector when an access runs along it: in a register tile
+    // the CPU lowering computes 6 lanes as 8 with masked loads and stores,
+    // one instruction per operation where 4 + 2 lanes took two.
     auto peel = [&](ScopeOp scope) -> int64_t {
       int64_t size = scope.getSize();
       if (scope.getMapping() == Mapping::seq && size > width &&

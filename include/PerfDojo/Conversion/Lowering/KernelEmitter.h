@@ -80,6 +80,8 @@ public:
 protected:
   /// The lanes of the vector scope being lowered, if any.
   struct Lanes {
+    /// The vector scope.
+    ScopeOp scope;
     unsigned depth = 0;
     /// The scope's iterations.
     int64_t width = 1;
@@ -89,9 +91,10 @@ protected:
     int64_t registerWidth = 1;
     bool masked() const { return registerWidth != width; }
   };
-  /// Enters the lanes of vector scope `vec`, which holds `op`; with
-  /// `mayMask`, masked (see maskedLanes) where the target masks lanes.
-  void enterLanes(ScopeOp vec, ComputeOp op, bool mayMask = false);
+  /// Enters the lanes of vector scope `vec`; with `maskable`, the
+  /// operation in it, whose lanes are masked (see maskedLanes) where the
+  /// target masks lanes and the operation allows.
+  void enterLanes(ScopeOp vec, ComputeOp maskable = {});
   /// Whether the target may compute a vector scope whose size is not a
   /// power of two on the next power of two of lanes, its loads and stores
   /// masked to the scope's iterations: one 8-lane fused multiply-add for a
@@ -240,8 +243,6 @@ protected:
   SmallVector<scf::ForOp> unrolled;
   /// Whether a product may fuse with the sum that consumes it.
   bool fpContract;
-  /// The operation being lowered by lowerCompute, if any.
-  ComputeOp current;
 };
 
 } // namespace perfdojo

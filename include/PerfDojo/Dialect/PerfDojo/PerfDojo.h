@@ -40,6 +40,12 @@ bool isComparison(OpKind kind);
 /// The text-form assignment token of a reduction: "=", "+=", "*=", "max=",
 /// "min=".
 StringRef getAssignToken(Reduction reduction);
+/// The identity of `reduction` in element type `type`, as the f64 constant
+/// an operation holds: 0 (+=), 1 (*=), the lowest value (max=: -inf for
+/// floats), the highest (min=); std::nullopt where no constant is exact
+/// (integer constants are exact up to 2^53, which the extremes of i64
+/// pass).
+std::optional<double> getReductionIdentity(Reduction reduction, Type type);
 /// The text-form suffix letter of a mapping ('\0' for seq).
 char getMappingSuffix(Mapping mapping);
 /// Inverse of getMappingSuffix.
