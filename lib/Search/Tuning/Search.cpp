@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -579,6 +580,9 @@ public:
 
   /// The most iterations of a reduction window (isWindow).
   static constexpr int64_t kMaxWindow = 8;
+  /// The most instances of a register tile with its window unrolled
+  /// (unrollWindow).
+  static constexpr int64_t kMaxWindowInstances = 256;
 
   /// Whether `scope` is a short reduction window: at most kMaxWindow
   /// iterations, every scope under it short too (a pooling window's rows
@@ -782,9 +786,80 @@ public:
   struct TileChoice {
     /// Vectors of columns per tile row (all of them: no column tiles).
     int64_t columns = 1;
-    /// The depth of the rows scope, when a row scope takes part.
+    /// The depth of the rows scope, when a row scope takes part, and its
+    /// rows per tile (0: rowTile decides).
     std::optional<unsigned> rowsDepth;
+    int64_t rows = 0;
+    /// A second row scope of a two-scope tile, and its rows per tile.
+    std::optional<unsigned> rows2Depth;
+    int64_t rows2 = 0;
   };
+
+  /// The operands of product `p` that are read as vectors (their last
+  /// index runs along the lanes) and those that are broadcast.
+  static void splitOperands(Product p,
+                            SmallVectorImpl<SmallVector<LinearForm>> &loaded,
+                            SmallVectorImpl<SmallVector<LinearForm>> &broadcast) {
+    unsigned lanes = p.op->getParentOfType<ScopeOp>().getDepth();
+    for (Attribute input : p.op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input)) {
+        SmallVector<LinearForm> in(access.getLinearForms());
+        (in.back().coeff(lanes) ? loaded : broadcast).push_back(in);
+      }
+  }
+  static bool usedBy(ArrayRef<SmallVector<LinearForm>> operands, unsigned d) {
+    return llvm::any_of(operands, [&](ArrayRef<LinearForm> in) {
+      return usesVariable(in, d);
+    });
+  }
+
+  /// Whether the window that unrollWindow would unroll above a tile of
+  /// `tile` instances, `rows` rows of scope `x` by `c` vectors, reads
+  /// the same vector of an operand in two instances: a convolution's
+  /// filter rows over two output rows (x row h + kh). The compiler then
+  /// loads it once and keeps it live across the instances between, about
+  /// one register for each vector of the tile's rows.
+  bool sharesAcrossWindow(Product p, ScopeOp x, int64_t rows, int64_t c,
+                          int64_t tile) {
+    SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
+    // The scopes and extents that vary within the unrolled instances.
+    SmallVector<std::pair<unsigned, int64_t>> varying{{x.getDepth(), rows}};
+    if (p.columns)
+      varying.push_back({p.columns.getDepth(), c});
+    int64_t instances = tile, windows = 0;
+    for (ScopeOp k = p.reduction; k; k = dyn_cast<ScopeOp>(k->getParentOp())) {
+      if (usesVariable(forms, k.getDepth()) ||
+          k.getMapping() != Mapping::seq ||
+          int64_t(k.getSize()) > kMaxWindow ||
+          instances * int64_t(k.getSize()) > kMaxWindowInstances)
+        break;
+      instances *= k.getSize();
+      varying.push_back({k.getDepth(), k.getSize()});
+      ++windows;
+    }
+    if (!windows)
+      return false;
+    SmallVector<SmallVector<LinearForm>> loaded, broadcast;
+    splitOperands(p, loaded, broadcast);
+    int64_t count = 1;
+    for (auto [d, n] : varying)
+      count *= n;
+    for (ArrayRef<LinearForm> in : loaded) {
+      std::set<SmallVector<int64_t>> offsets;
+      for (int64_t i = 0; i < count; ++i) {
+        SmallVector<int64_t> offset(in.size(), 0);
+        int64_t rest = i;
+        for (auto [d, n] : varying) {
+          for (auto [dim, form] : llvm::enumerate(in))
+            offset[dim] += form.coeff(d) * (rest % n);
+          rest /= n;
+        }
+        if (!offsets.insert(offset).second)
+          return true;
+      }
+    }
+    return false;
+  }
 
   /// Chooses the register tile of product `p` (before any of its moves):
   /// C vectors of columns, a divisor of `vectorsPerRow`, by R rows of one
@@ -798,56 +873,108 @@ public:
   /// to C = `cols`, then to the larger R. Without a row scope, C is `cols`
   /// when it divides the vectors, else all of them. So matmul gets 6 rows
   /// x 2 vectors on AVX2, a batched matmul its rows rather than its batch
-  /// (each of whose rows reads another B), and a convolution with 63
-  /// vectors of output columns and 10 output channels 4 output rows x 3
-  /// vectors, not all 63 vectors unrolled.
+  /// (each of whose rows reads another B).
+  ///
+  /// Rows may also come from two scopes at once, R1 x R2 x C: one that
+  /// only the broadcast operand uses (a convolution's output channels) and
+  /// one that only the vector-loaded operand uses (its output rows); each
+  /// loaded vector then serves R1 accumulators and each broadcast R2 x C.
+  /// Such a tile must leave registers for the values that the inner group
+  /// of its scopes keeps live (orderTile): the accumulators, the smaller
+  /// group's values, one more, and the mask of lanes that do not fill a
+  /// register (6 of 8). It is taken only where the model finds
+  /// it strictly better than every one-scope tile: a convolution with 10
+  /// output channels gets 2 channels x 2 rows x 3 vectors (8 loads per 12
+  /// multiply-adds, where 4 rows x 3 vectors need 13), and 6 leftover
+  /// columns (masked lanes) 4 channels x 2 rows rather than 8 channels (6
+  /// loads per 8 multiply-adds, not 9).
   TileChoice chooseTile(Product p, int64_t vectorsPerRow,
                         int64_t accumulators, int64_t cols) {
     TileChoice choice;
     choice.columns = vectorsPerRow > cols && vectorsPerRow % cols == 0
                          ? cols
                          : vectorsPerRow;
-    if (!p.columns)
-      return choice;
     SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
     SmallVector<SmallVector<LinearForm>> loaded, broadcast;
-    for (Attribute input : p.op.getInputs())
-      if (auto access = dyn_cast<AccessAttr>(input)) {
-        SmallVector<LinearForm> in(access.getLinearForms());
-        (in.back().coeff(p.columns.getDepth()) ? loaded : broadcast)
-            .push_back(in);
-      }
-    auto uses = [](ArrayRef<SmallVector<LinearForm>> operands, unsigned d) {
-      return llvm::any_of(operands, [&](ArrayRef<LinearForm> in) {
-        return usesVariable(in, d);
-      });
-    };
-    // Score: modelled efficiency, tile size, C == cols, R.
-    std::tuple<double, int64_t, bool, int64_t> best{0, 0, false, 0};
+    splitOperands(p, loaded, broadcast);
+    // Lanes that do not fill a register (6 of 8) hold their mask in one.
+    int64_t registers =
+        target.vectorRegisters -
+        (llvm::isPowerOf2_64(p.op->getParentOfType<ScopeOp>().getSize()) ? 0
+                                                                         : 1);
+    // The row scopes: sequential, above k, indexing the output but not
+    // its contiguous dimension.
+    SmallVector<ScopeOp> rowScopes;
     for (auto s = dyn_cast<ScopeOp>(p.reduction->getParentOp()); s;
-         s = dyn_cast<ScopeOp>(s->getParentOp())) {
-      unsigned d = s.getDepth();
-      if (!usesVariable(forms, d) || forms.back().coeff(d) ||
-          s.getMapping() != Mapping::seq)
+         s = dyn_cast<ScopeOp>(s->getParentOp()))
+      if (usesVariable(forms, s.getDepth()) &&
+          !forms.back().coeff(s.getDepth()) && s.getMapping() == Mapping::seq)
+        rowScopes.push_back(s);
+    // Score: modelled efficiency, tile size, one row scope, C == cols, R.
+    using Score = std::tuple<double, int64_t, bool, bool, int64_t>;
+    Score best{0, 0, false, false, 0};
+    bool bestTwo = false;
+    auto consider = [&](int64_t c, ArrayRef<std::pair<ScopeOp, int64_t>> rows) {
+      double fmas = double(c), vectors = double(c), broadcasts = 1;
+      for (auto [scope, r] : rows) {
+        ScopeOp s = scope;
+        fmas *= double(r);
+        if (usedBy(loaded, s.getDepth()))
+          vectors *= double(r);
+        if (usedBy(broadcast, s.getDepth()))
+          broadcasts *= double(r);
+      }
+      double cycles = std::max({fmas / 2, (vectors + broadcasts) / 2, 4.0});
+      Score score{std::round(fmas / 2 / cycles * 1000) / 1000, int64_t(fmas),
+                  rows.size() == 1, c == cols, rows.front().second};
+      if (score <= best)
+        return;
+      best = score;
+      bestTwo = rows.size() == 2;
+      choice.columns = c;
+      choice.rowsDepth = ScopeOp(rows.front().first).getDepth();
+      choice.rows = rows.front().second;
+      choice.rows2Depth = std::nullopt;
+      choice.rows2 = 0;
+      if (rows.size() == 2) {
+        choice.rows2Depth = ScopeOp(rows.back().first).getDepth();
+        choice.rows2 = rows.back().second;
+      }
+    };
+    for (int64_t c = 1; c <= vectorsPerRow && c <= accumulators; ++c) {
+      if (vectorsPerRow % c)
         continue;
-      for (int64_t c = 1; c <= vectorsPerRow && c <= accumulators; ++c) {
-        if (vectorsPerRow % c)
+      if (p.columns)
+        for (ScopeOp s : rowScopes)
+          if (int64_t r = rowTile(s.getSize(), c, accumulators))
+            consider(c, {{s, r}});
+      // Two scopes: one only the broadcast operand uses, one only the
+      // vector-loaded operand uses.
+      for (ScopeOp w : rowScopes) {
+        if (usedBy(loaded, w.getDepth()) || !usedBy(broadcast, w.getDepth()))
           continue;
-        int64_t r = rowTile(s.getSize(), c, accumulators);
-        if (!r)
-          continue;
-        double fmas = double(r * c);
-        double loads = (uses(loaded, d) ? fmas : double(c)) +
-                       (uses(broadcast, d) ? double(r) : 1.0);
-        double cycles = std::max({fmas / 2, loads / 2, 4.0});
-        std::tuple<double, int64_t, bool, int64_t> score{
-            std::round(fmas / 2 / cycles * 1000) / 1000, r * c, c == cols, r};
-        if (score > best) {
-          best = score;
-          choice.columns = c;
-          choice.rowsDepth = d;
+        for (ScopeOp x : rowScopes) {
+          if (!usedBy(loaded, x.getDepth()) || usedBy(broadcast, x.getDepth()))
+            continue;
+          for (int64_t rw : {8, 6, 4, 3, 2})
+            for (int64_t rx : {8, 6, 4, 3, 2}) {
+              int64_t tile = rw * rx * c, ws = w.getSize(), xs = x.getSize();
+              if (ws % rw || ws == rw || xs % rx || xs == rx ||
+                  tile > accumulators ||
+                  tile + std::min(rw, rx * c) + 1 +
+                          (sharesAcrossWindow(p, x, rx, c, tile) ? rx * c
+                                                                 : 0) >
+                      registers)
+                continue;
+              consider(c, {{w, rw}, {x, rx}});
+            }
         }
       }
+    }
+    // A product of one vector keeps its own choice of one row scope.
+    if (!p.columns && !bestTwo) {
+      choice.rowsDepth = std::nullopt;
+      choice.rows = 0;
     }
     return choice;
   }
@@ -913,18 +1040,29 @@ public:
       q = findProductAt(id);
       if (!q)
         continue;
+      // A two-scope tile: both row scopes in tiles below k, then ordered.
+      if (tile.rows2Depth) {
+        size_t before = env.getMoves().size();
+        if (tileRowsBelowK(id, *tile.rowsDepth, tile.rows) &&
+            tileRowsBelowK(id, *tile.rows2Depth, tile.rows2)) {
+          orderTile(id);
+          unrollWindow(id);
+          packPanel(id);
+          continue;
+        }
+        rollBackTo(before);
+        tile.rowsDepth = std::nullopt;
+        q = findProductAt(id);
+        if (!q)
+          continue;
+      }
       SmallVector<LinearForm> forms(q->op.getOut().getLinearForms());
       auto isRows = [&](ScopeOp s) {
         unsigned d = s.getDepth();
         return usesVariable(forms, d) && !forms.back().coeff(d);
       };
-      SmallVector<SmallVector<LinearForm>> loaded;
-      for (Attribute input : q->op.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input)) {
-          SmallVector<LinearForm> in(access.getLinearForms());
-          if (in.back().coeff(q->op->getParentOfType<ScopeOp>().getDepth()))
-            loaded.push_back(in);
-        }
+      SmallVector<SmallVector<LinearForm>> loaded, broadcast;
+      splitOperands(*q, loaded, broadcast);
       ScopeOp rows;
       for (auto s = dyn_cast<ScopeOp>(q->reduction->getParentOp()); s;
            s = dyn_cast<ScopeOp>(s->getParentOp())) {
@@ -935,9 +1073,7 @@ public:
             rows = s;
           continue;
         }
-        bool shared = llvm::none_of(loaded, [&](ArrayRef<LinearForm> in) {
-          return usesVariable(in, s.getDepth());
-        });
+        bool shared = !usedBy(loaded, s.getDepth());
         if (!rows || shared) {
           rows = s;
           if (shared)
@@ -956,35 +1092,103 @@ public:
       int64_t rowsPerTile = rowTile(rows.getSize(), vectors, accumulators);
       if (!rowsPerTile)
         continue;
-      unsigned r = rows.getDepth();
       size_t before = env.getMoves().size();
-      // Whatever shares a scope between the rows and k with the product
-      // (its zeroing before it, the element-wise tail of swiglu after it,
-      // a convolution's peeled columns) is split off first, the deepest
-      // scope first: each splits after the product's subtree, then before.
-      bool split = true;
-      for (unsigned d = q->reduction.getDepth(); split && d-- > r;)
-        split = isolate(id, d);
-      if (!split) {
+      if (!tileRowsBelowK(id, rows.getDepth(), rowsPerTile)) {
         rollBackTo(before);
         continue;
       }
-      // After the tile, the pair is at depth r + 1 and k one deeper than
-      // now; each interchange sinks the pair by one, until it sits right
-      // below k, where it is unrolled.
-      unsigned kd = findProductAt(id)->reduction.getDepth() + 1;
-      bool ok = apply(
-          TileScopeOp::make(scopeLoc(*findOpAt(id), r), rowsPerTile));
-      for (unsigned d = r + 1; ok && d < kd; ++d)
-        ok = apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), d)));
-      if (ok)
-        ok = apply(UnrollOp::make(scopeLoc(*findOpAt(id), kd)));
-      if (!ok) {
-        rollBackTo(before);
-        continue;
-      }
+      orderTile(id);
       unrollWindow(id);
       packPanel(id);
+    }
+  }
+
+  /// Rows in tiles, the tile brought below k: the row scope at depth `r`
+  /// (above k, indexing the output but not its contiguous dimension) is
+  /// tiled by `rowsPerTile`, the tile sunk to right below k and unrolled.
+  /// Whatever shares a scope between the rows and k with the product (its
+  /// zeroing before it, the element-wise tail of swiglu after it, a
+  /// convolution's peeled columns) is split off first, the deepest scope
+  /// first: each splits after the product's subtree, then before. The
+  /// scopes above k keep their depths. False if a step is refused (the
+  /// steps taken stay).
+  bool tileRowsBelowK(StringRef id, unsigned r, int64_t rowsPerTile) {
+    std::optional<Product> q = findProductAt(id);
+    if (!q)
+      return false;
+    for (unsigned d = q->reduction.getDepth(); d-- > r;)
+      if (!isolate(id, d))
+        return false;
+    // After the tile, the pair is at depth r + 1 and k one deeper than
+    // now; each interchange sinks the pair by one, until it sits right
+    // below k, where it is unrolled.
+    unsigned kd = findProductAt(id)->reduction.getDepth() + 1;
+    if (!apply(TileScopeOp::make(scopeLoc(*findOpAt(id), r), rowsPerTile)))
+      return false;
+    for (unsigned d = r + 1; d < kd; ++d)
+      if (!apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), d))))
+        return false;
+    return apply(UnrollOp::make(scopeLoc(*findOpAt(id), kd)));
+  }
+
+  /// Orders the unrolled scopes of the register tile of product `id`
+  /// (between k and the lanes) so that the lowering's instances, emitted
+  /// in that order, keep few values live besides the accumulators. The
+  /// scopes that only the broadcast operand uses form one group (W), the
+  /// others another (X, with the columns); with W outside, each loaded
+  /// vector stays live through all of W's instances, |X| of them at once;
+  /// with X outside, each broadcast through X's, |W| at once. The smaller
+  /// group goes inside: a convolution's 2 output channels below its 2 rows
+  /// x 3 vectors (3 live values, not 7, within AVX2's 16 registers), while
+  /// a 3x3 convolution's 4 channels stay above its 3 vectors. Interchanges
+  /// that are refused leave the order as it is.
+  void orderTile(StringRef id) {
+    std::optional<Product> q = findProductAt(id);
+    if (!q)
+      return;
+    // Found again after each interchange, which renumbers the variables.
+    SmallVector<SmallVector<LinearForm>> loaded, broadcast;
+    auto classify = [&] {
+      loaded.clear();
+      broadcast.clear();
+      splitOperands(*findProductAt(id), loaded, broadcast);
+    };
+    classify();
+    auto isW = [&](ScopeOp s) {
+      return !usedBy(loaded, s.getDepth()) && usedBy(broadcast, s.getDepth());
+    };
+    SmallVector<ScopeOp> unrolled;
+    for (Operation *s = q->op->getParentOp()->getParentOp();
+         s != q->reduction.getOperation(); s = s->getParentOp())
+      unrolled.push_back(cast<ScopeOp>(s));
+    int64_t w = 1, x = 1;
+    for (ScopeOp s : unrolled)
+      (isW(s) ? w : x) *= s.getSize();
+    if (w == 1 || x == 1 || w == x)
+      return;
+    bool wInside = w < x;
+    // Bubble the inner group down, outermost first.
+    for (size_t pass = 0; pass < unrolled.size() && steps < kMaxSteps;
+         ++pass) {
+      bool swapped = false;
+      unsigned first = q->reduction.getDepth() + 1;
+      for (unsigned d = first; d + 1 < first + unrolled.size(); ++d) {
+        ComputeOp op = *findOpAt(id);
+        ScopeOp outer = op->getParentOfType<ScopeOp>();
+        while (outer.getDepth() != d)
+          outer = outer->getParentOfType<ScopeOp>();
+        auto inner = llvm::hasSingleElement(outer.getBodyBlock())
+                         ? dyn_cast<ScopeOp>(outer.getBodyBlock().front())
+                         : ScopeOp();
+        if (!inner || isW(outer) != wInside || isW(inner) == wInside)
+          continue;
+        if (!apply(SwapNestedScopesOp::make(scopeLoc(op, d))))
+          return;
+        classify();
+        swapped = true;
+      }
+      if (!swapped)
+        return;
     }
   }
 
@@ -1150,7 +1354,7 @@ public:
       auto above = dyn_cast_or_null<ScopeOp>(k->getParentOp());
       if (usesVariable(q->op.getOut().getLinearForms(), k.getDepth()) ||
           !above || int64_t(k.getSize()) > kMaxWindow ||
-          instances * k.getSize() > 256 ||
+          instances * k.getSize() > kMaxWindowInstances ||
           above.getMapping() != Mapping::seq ||
           !llvm::hasSingleElement(above.getBodyBlock()) ||
           !apply(UnrollOp::make(scopeLoc(q->op, k.getDepth()))))
