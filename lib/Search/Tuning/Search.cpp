@@ -1935,8 +1935,10 @@ private:
 
   void anneal();
   void sample();
-  /// Times the best programs again (SearchOptions::confirmRounds) and
-  /// answers with the one of the lowest median.
+  /// Times the best programs again (SearchOptions::confirmRounds), the
+  /// program the search started from always among them, and answers with
+  /// the one of the lowest median: a program that won its first timing by
+  /// noise does not replace the origin unless it wins again.
   void confirm();
 
   Environment &env;
@@ -1951,6 +1953,9 @@ private:
   llvm::StringMap<double> timeOf;
   /// The moves that reach each program measured correct (by state hash).
   llvm::StringMap<Sequence> sequenceOf;
+  /// The state hash of the program the search started from (the starting
+  /// kernel, or the heuristic's program).
+  std::string originHash;
   /// Proposals in a row that met no new program.
   unsigned idle = 0;
   static constexpr unsigned kIdleLimit = 1000;
@@ -2234,6 +2239,7 @@ SearchResult Searcher::run() {
   if (!measured)
     return result;
   result.start = measured->front();
+  originHash = hashes.back();
   // A heuristic's answer is its program when it runs correctly and is not
   // slower than the starting kernel; otherwise the starting kernel, saying
   // so (a heuristic never makes a kernel slower).
@@ -2288,6 +2294,16 @@ void Searcher::confirm() {
     if (entry.second > 0 && sequenceOf.count(entry.first()))
       ranked.push_back({entry.second, entry.first()});
   llvm::sort(ranked);
+  // The origin competes too, if it ran: in the last place when it is not
+  // among the best.
+  auto origin = llvm::find_if(
+      ranked, [&](const auto &entry) { return entry.second == originHash; });
+  if (origin != ranked.end() &&
+      size_t(origin - ranked.begin()) >= options.confirmPrograms) {
+    auto entry = *origin;
+    ranked.erase(origin);
+    ranked.insert(ranked.begin() + (options.confirmPrograms - 1), entry);
+  }
   ranked.resize(std::min<size_t>(ranked.size(), options.confirmPrograms));
   if (ranked.empty())
     return;
