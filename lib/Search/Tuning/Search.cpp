@@ -1282,11 +1282,11 @@ public:
           int64_t(z.getSize()) != level.size * (level.step / e))
         break;
       int64_t inner = level.step / e;
-      if (inner > 1 &&
-          !apply(TileScopeOp::make(scopeLoc(op, z.getDepth()), inner)))
+      unsigned zd = z.getDepth();
+      if (inner > 1 && !apply(TileScopeOp::make(scopeLoc(op, zd), inner)))
         break;
       bool ok = true;
-      for (unsigned d = z.getDepth(); ok && d-- > depth;)
+      for (unsigned d = zd; ok && d-- > depth;)
         ok = apply(SwapNestedScopesOp::make(scopeLoc(findInitOp(), d)));
       if (ok && level.mapping != scopeAt(findInitOp(), depth).getMapping())
         ok = level.mapping == Mapping::parallel &&
@@ -1326,18 +1326,19 @@ public:
       return;
     }
     // The initialization's own scopes left below: unrolled when short.
-    ComputeOp op = findInitOp();
+    // (By depth: each step replaces the kernel and its operations.)
     int64_t instances = 1;
-    SmallVector<ScopeOp> rest;
-    for (auto s = op->getParentOfType<ScopeOp>(); s && s.getDepth() >= shared + joined;
+    SmallVector<unsigned> rest;
+    for (auto s = findInitOp()->getParentOfType<ScopeOp>();
+         s && s.getDepth() >= shared + joined;
          s = s->getParentOfType<ScopeOp>())
       if (s.getMapping() == Mapping::seq) {
-        rest.push_back(s);
+        rest.push_back(s.getDepth());
         instances *= s.getSize();
       }
     if (instances <= kMaxInitInstances)
-      for (ScopeOp s : rest)
-        (void)apply(UnrollOp::make(scopeLoc(findInitOp(), s.getDepth())));
+      for (unsigned d : rest)
+        (void)apply(UnrollOp::make(scopeLoc(findInitOp(), d)));
   }
 
   /// Rows in tiles, the tile brought below k: the row scope at depth `r`
