@@ -787,7 +787,8 @@ public:
     /// Vectors of columns per tile row (all of them: no column tiles).
     int64_t columns = 1;
     /// The depth of the rows scope, when a row scope takes part, and its
-    /// rows per tile (0: rowTile decides).
+    /// rows per tile (a one-scope tile's are chosen again by rowTile after
+    /// the column tiling).
     std::optional<unsigned> rowsDepth;
     int64_t rows = 0;
     /// A second row scope of a two-scope tile, and its rows per tile.
@@ -827,12 +828,8 @@ public:
     if (p.columns)
       varying.push_back({p.columns.getDepth(), c});
     int64_t instances = tile, windows = 0;
-    for (ScopeOp k = p.reduction; k; k = dyn_cast<ScopeOp>(k->getParentOp())) {
-      if (usesVariable(forms, k.getDepth()) ||
-          k.getMapping() != Mapping::seq ||
-          int64_t(k.getSize()) > kMaxWindow ||
-          instances * int64_t(k.getSize()) > kMaxWindowInstances)
-        break;
+    for (ScopeOp k = p.reduction; k && unrollsAsWindow(k, forms, instances);
+         k = dyn_cast<ScopeOp>(k->getParentOp())) {
       instances *= k.getSize();
       varying.push_back({k.getDepth(), k.getSize()});
       ++windows;
@@ -1045,10 +1042,7 @@ public:
         size_t before = env.getMoves().size();
         if (tileRowsBelowK(id, *tile.rowsDepth, tile.rows) &&
             tileRowsBelowK(id, *tile.rows2Depth, tile.rows2)) {
-          orderTile(id);
-          unrollWindow(id);
-          packPanel(id);
-          fuseInit(id);
+          completeTile(id);
           continue;
         }
         rollBackTo(before);
@@ -1098,11 +1092,18 @@ public:
         rollBackTo(before);
         continue;
       }
-      orderTile(id);
-      unrollWindow(id);
-      packPanel(id);
-      fuseInit(id);
+      completeTile(id);
     }
+  }
+
+  /// The steps after a product's tile is in place: its unrolled scopes
+  /// ordered, the window above it unrolled, the right operand packed and
+  /// the initialization fused.
+  void completeTile(StringRef id) {
+    orderTile(id);
+    unrollWindow(id);
+    packPanel(id);
+    fuseInit(id);
   }
 
   /// The box of elements that `op` writes: per dimension of its output,
@@ -1181,21 +1182,7 @@ public:
     // The initialization, by its ordinal among the writers of the array,
     // kept as it moves past other writers.
     MoveLocation at = scopeLoc(init, 0);
-    auto findInitOp = [&] {
-      ComputeOp found;
-      unsigned n = 0;
-      env.getKernel().walk<WalkOrder::PreOrder>([&](ComputeOp op) {
-        if (op.getOut().getArray().getValue() != at.name)
-          return WalkResult::advance();
-        if (n++ == at.ordinal) {
-          found = op;
-          return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
-      });
-      return found;
-    };
-    std::string initId = at.str(LocationKind::Scope);
+    auto findInitOp = [&] { return *findOpAt(at.str(LocationKind::Scope)); };
     // The scopes the two share, and the product's scopes below them that
     // index its output (above its reduction).
     SmallVector<ScopeOp> around;
@@ -1234,7 +1221,7 @@ public:
     // The initialization alone in its scopes below the shared ones.
     unsigned initDepth = init->getParentOfType<ScopeOp>().getDepth();
     for (unsigned d = initDepth; d-- > shared;)
-      if (!isolate(initId, d)) {
+      if (!isolate(at.str(LocationKind::Scope), d)) {
         rollBackTo(before);
         return;
       }
@@ -1405,16 +1392,14 @@ public:
     if (w == 1 || x == 1 || w == x)
       return;
     bool wInside = w < x;
-    // Bubble the inner group down, outermost first.
-    for (size_t pass = 0; pass < unrolled.size() && steps < kMaxSteps;
-         ++pass) {
+    // Bubble the inner group down, outermost first. (By depth: each
+    // interchange replaces the kernel and its operations.)
+    unsigned first = q->reduction.getDepth() + 1, count = unrolled.size();
+    for (unsigned pass = 0; pass < count && steps < kMaxSteps; ++pass) {
       bool swapped = false;
-      unsigned first = q->reduction.getDepth() + 1;
-      for (unsigned d = first; d + 1 < first + unrolled.size(); ++d) {
+      for (unsigned d = first; d + 1 < first + count; ++d) {
         ComputeOp op = *findOpAt(id);
-        ScopeOp outer = op->getParentOfType<ScopeOp>();
-        while (outer.getDepth() != d)
-          outer = outer->getParentOfType<ScopeOp>();
+        ScopeOp outer = scopeAt(op, d);
         auto inner = llvm::hasSingleElement(outer.getBodyBlock())
                          ? dyn_cast<ScopeOp>(outer.getBodyBlock().front())
                          : ScopeOp();
@@ -1572,6 +1557,22 @@ public:
       rollBackTo(before);
   }
 
+  /// Whether `k`, the reduction scope right above a register tile of
+  /// `instances` instances whose output forms are `out`, is a window that
+  /// unrollWindow unrolls: k short (kMaxWindow), the output not using it,
+  /// the instances with k's within kMaxWindowInstances, and a sequential
+  /// scope around k, which then carries the tile. (unrollWindow also needs
+  /// k alone in that scope, which the tiling's splits make so: chooseTile
+  /// predicts the unrolling before them.)
+  static bool unrollsAsWindow(ScopeOp k, ArrayRef<LinearForm> out,
+                              int64_t instances) {
+    auto above = dyn_cast_or_null<ScopeOp>(k->getParentOp());
+    return !usesVariable(out, k.getDepth()) && above &&
+           int64_t(k.getSize()) <= kMaxWindow &&
+           instances * int64_t(k.getSize()) <= kMaxWindowInstances &&
+           above.getMapping() == Mapping::seq;
+  }
+
   /// Unrolls the short reduction scopes right above a register tile (a
   /// convolution's 3 x 3 window), so that the tile stays in registers
   /// through the next longer one (the input channels) rather than being
@@ -1589,12 +1590,10 @@ public:
            s != q->reduction; s = s->getParentOp())
         instances *= cast<ScopeOp>(s).getSize();
       ScopeOp k = q->reduction;
-      auto above = dyn_cast_or_null<ScopeOp>(k->getParentOp());
-      if (usesVariable(q->op.getOut().getLinearForms(), k.getDepth()) ||
-          !above || int64_t(k.getSize()) > kMaxWindow ||
-          instances * k.getSize() > kMaxWindowInstances ||
-          above.getMapping() != Mapping::seq ||
-          !llvm::hasSingleElement(above.getBodyBlock()) ||
+      SmallVector<LinearForm> out(q->op.getOut().getLinearForms());
+      if (!unrollsAsWindow(k, out, instances) ||
+          !llvm::hasSingleElement(
+              cast<ScopeOp>(k->getParentOp()).getBodyBlock()) ||
           !apply(UnrollOp::make(scopeLoc(q->op, k.getDepth()))))
         return;
     }
