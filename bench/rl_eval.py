@@ -3,7 +3,7 @@
 and annealing, on suite kernels left out of its training.
 
     .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
-        [--episodes 40] [--budgets 50,200] [--seeds 3,2] [--threads 2]
+        [--episodes 150] [--budgets 200,50] [--seeds 5,3] [--threads 2]
         [--curves docs/images] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
@@ -105,10 +105,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out-dir", default="/tmp/perfdojo-rl-eval")
-    parser.add_argument("--episodes", type=int, default=40)
+    parser.add_argument("--episodes", type=int, default=150)
     parser.add_argument("--generated", type=int, default=4)
-    parser.add_argument("--budgets", default="50,200")
-    parser.add_argument("--seeds", default="3,2",
+    parser.add_argument("--budgets", default="200,50")
+    parser.add_argument("--seeds", default="5,3",
                         help="seeds per budget, in the order of --budgets")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--curves", metavar="DIR",
@@ -135,9 +135,9 @@ def main():
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = ["random", "anneal", "rl-learned", "rl-fixed"]
     results = {}  # (kernel, budget, method) -> [(speedup, wall)]
-    for kernel in held_out:
-        name = os.path.basename(kernel)[:-3]
-        for budget, count in zip(budgets, seeds):
+    for budget, count in zip(budgets, seeds):
+        for kernel in held_out:
+            name = os.path.basename(kernel)[:-3]
             for seed in range(1, count + 1):
                 for method in methods:
                     r = tune(args, kernel, method, policies.get(method),

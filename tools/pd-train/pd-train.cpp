@@ -110,6 +110,10 @@ static cl::opt<double> epsilonEnd("epsilon-end", cl::cat(trainCategory),
 static cl::opt<unsigned> epsilonEpisodes(
     "epsilon-episodes", cl::cat(trainCategory), cl::init(0),
     cl::desc("episodes over which epsilon decays (default: 70% of them)"));
+static cl::opt<double> restartBest(
+    "restart-best", cl::cat(trainCategory), cl::init(0.5),
+    cl::desc("the share of episodes that start from the fastest program met "
+             "so far on their kernel, not from the kernel (0 to 1)"));
 static cl::opt<uint64_t> seed("seed", cl::cat(trainCategory), cl::init(1),
                               cl::desc("seed of the network and the choices"));
 static cl::opt<std::string> curveFilename(
@@ -208,6 +212,8 @@ static int runTool(int argc, char **argv) {
   if (encoder != "learned" && encoder != "fixed")
     return fail("unknown --encoder '" + encoder + "'; expected learned or "
                 "fixed");
+  if (!(restartBest >= 0 && restartBest <= 1))
+    return fail("--restart-best must be a share between 0 and 1");
   if (horizon == 0 || batchSize == 0 || checkpointEvery == 0)
     return fail("--horizon, --batch and --checkpoint-every must be at least 1");
   if (generatedStages == 0 || generatedIterations < 1)
@@ -243,15 +249,15 @@ static int runTool(int argc, char **argv) {
 
   // One tuning session per kernel.
   std::vector<std::unique_ptr<TuningSession>> sessions;
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   for (const std::string &path : *files) {
     std::unique_ptr<llvm::MemoryBuffer> file =
         mlir::openInputFile(path, &error);
     if (!file)
       return fail(error);
-    unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-    (void)id;
+    // A source manager of its own: the parser reads its main buffer.
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
     OwningOpRef<ModuleOp> module =
         parseKernelFile(sourceMgr, path, "", &context, error);
     if (!module)
@@ -319,6 +325,7 @@ static int runTool(int argc, char **argv) {
   options.targetSync = targetSync;
   options.epsilonStart = epsilonStart;
   options.epsilonEnd = epsilonEnd;
+  options.restartBest = restartBest;
   options.epsilonEpisodes =
       epsilonEpisodes ? unsigned(epsilonEpisodes)
                       : std::max(1u, unsigned(0.7 * episodes));

@@ -58,7 +58,12 @@ static cl::opt<std::string>
                    cl::desc("rl: the policy file that pd-train wrote"));
 static cl::opt<unsigned>
     horizon("horizon", cl::cat(tuneCategory), cl::init(8),
-            cl::desc("rl: moves per rollout at most"));
+            cl::desc("rl: moves of the greedy rollout at most"));
+static cl::opt<double>
+    explore("explore", cl::cat(tuneCategory), cl::init(0.25),
+            cl::desc("rl: the share of expansions after the greedy rollout "
+                     "that measure a random next program, not the "
+                     "policy's best (0 to 1)"));
 static cl::opt<std::string>
     graphName("graph", cl::cat(tuneCategory), cl::init("edges"),
               cl::desc("what random and anneal search over: edges (one "
@@ -358,6 +363,11 @@ static int runTool(int argc, char **argv) {
     llvm::errs() << "pd-tune: --policy is for --strategy=rl\n";
     return 1;
   }
+  if (!(explore >= 0 && explore <= 1)) {
+    llvm::errs() << "pd-tune: --explore=" << llvm::format("%g", explore.getValue())
+                 << " is not a share between 0 and 1\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   registerAllPerfDojo(registry);
@@ -419,6 +429,7 @@ static int runTool(int argc, char **argv) {
   options.allowSlower = allowSlower;
   options.confirmRounds = confirmRounds;
   options.horizon = horizon;
+  options.explore = explore;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||
                    *strategy == Strategy::Expert;

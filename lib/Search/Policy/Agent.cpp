@@ -199,6 +199,21 @@ static size_t argmax(const std::vector<float> &values) {
   return std::max_element(values.begin(), values.end()) - values.begin();
 }
 
+size_t mlir::perfdojo::drawLikeRandom(ArrayRef<std::string> moves,
+                                      std::mt19937_64 &rng) {
+  auto nameOf = [&](size_t i) { return StringRef(moves[i]).split('@').first; };
+  SmallVector<StringRef> names;
+  for (size_t i = 0; i < moves.size(); ++i)
+    if (!llvm::is_contained(names, nameOf(i)))
+      names.push_back(nameOf(i));
+  StringRef name = names[rng() % names.size()];
+  SmallVector<size_t> instances;
+  for (size_t i = 0; i < moves.size(); ++i)
+    if (nameOf(i) == name)
+      instances.push_back(i);
+  return instances[rng() % instances.size()];
+}
+
 EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
   EpisodeResult result;
   double progress =
@@ -230,19 +245,41 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     return c / m.seconds;
   };
   double current = rewardOf(start);
+  Best &best = bestOf[startHash];
+  std::uniform_real_distribution<double> coin(0, 1);
+  if (!best.moves.empty() && coin(rng) < options.restartBest) {
+    // Go on from the fastest program met on this kernel.
+    std::string reason;
+    if (succeeded(env.replay(best.moves, reason))) {
+      Measurement m = env.measure();
+      if (m.ok() && !m.pending)
+        current = rewardOf(m);
+      else
+        env.reset();
+    }
+  }
+  auto noteBest = [&] {
+    if (current > best.speedup) {
+      best.speedup = current;
+      best.moves.assign(env.getMoves().begin(), env.getMoves().end());
+    }
+  };
+  noteBest();
   result.bestSpeedup = current;
   StateActions actions = listActions(env, target, features);
   double lossSum = 0;
   unsigned lossCount = 0;
-  std::uniform_real_distribution<double> coin(0, 1);
   for (unsigned step = 0; step < options.horizon; ++step) {
     // Stop is the action whose after-program is the state itself.
     std::vector<const ProgramFeatures *> choices = actions.afters;
     choices.push_back(actions.state);
     size_t choice;
-    if (coin(rng) < result.epsilon)
-      choice = rng() % choices.size();
-    else
+    if (coin(rng) < result.epsilon) {
+      // Exploring: as --strategy=random draws, stop being one more name.
+      std::vector<std::string> named = actions.moves;
+      named.push_back("stop");
+      choice = drawLikeRandom(named, rng);
+    } else
       choice = argmax(policy.getNetwork().evaluate(*actions.state, choices));
     Stored t{actions.state, choices[choice], 0, true, nullptr, {}};
     if (choice == actions.moves.size()) {
@@ -270,6 +307,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       break;
     }
     current = rewardOf(m);
+    noteBest();
     result.bestSpeedup = std::max(result.bestSpeedup, current);
     result.finalSpeedup = current;
     t.reward = float(current);
@@ -304,6 +342,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
 // The replay file, one record per line:
 //   p <hash> <id>:<weight> ...                 a program's features
 //   t <state> <after> <reward> <terminal> <next|-> <after>,...
+//   b <kernel hash> <speedup> <move> ...      the fastest program met
 void Trainer::writeReplay(llvm::raw_ostream &os) const {
   llvm::DenseSet<const ProgramFeatures *> written;
   auto program = [&](const ProgramFeatures *f) {
@@ -325,6 +364,15 @@ void Trainer::writeReplay(llvm::raw_ostream &os) const {
        << " " << (s.next ? features.getHash(s.next) : StringRef("-")) << " ";
     for (auto [i, f] : llvm::enumerate(s.nextAfters))
       os << (i ? "," : "") << features.getHash(f);
+    os << "\n";
+  }
+  for (const auto &entry : bestOf) {
+    if (entry.second.moves.empty())
+      continue;
+    os << "b " << entry.first() << " "
+       << llvm::format("%.9g", entry.second.speedup);
+    for (const std::string &move : entry.second.moves)
+      os << " " << move;
     os << "\n";
   }
 }
@@ -358,8 +406,19 @@ LogicalResult Trainer::readReplay(StringRef text, std::string &error) {
       features.insert(words[1], std::move(f));
       continue;
     }
+    if (words[0] == "b") {
+      Best best;
+      if (words.size() < 4 || words[2].getAsDouble(best.speedup))
+        return bad("a best-program record needs a kernel, a speedup and "
+                   "moves");
+      for (StringRef move : llvm::drop_begin(words, 3))
+        best.moves.push_back(move.str());
+      bestOf[words[1]] = std::move(best);
+      continue;
+    }
     if (words[0] != "t" || words.size() < 6)
-      return bad("expected a program (p) or transition (t) record");
+      return bad("expected a program (p), transition (t) or best program "
+                 "(b) record");
     auto find = [&](StringRef hash) { return features.lookup(hash); };
     Stored s{find(words[1]), find(words[2]), 0, words[4] == "1",
              words[5] == "-" ? nullptr : find(words[5]), {}};
@@ -407,12 +466,31 @@ private:
     return stopped || result.evaluations >= options.budget ||
            (options.timeBudget > 0 && elapsed() >= options.timeBudget);
   }
+  /// A program measured by this search that runs correctly.
+  struct Node {
+    Sequence moves;
+    double seconds;
+    /// Every next program of it has been measured.
+    bool closed = false;
+  };
   /// Measures the current state unless this search has; returns whether it
   /// runs correctly (false ends a rollout).
   bool visit();
-  /// One rollout from `from`, exploring with probability `epsilon`.
-  /// Returns whether it measured a program not measured before.
-  bool rollout(const Sequence &from, double epsilon);
+  /// The greedy rollout: the policy's best action at each step, from
+  /// `from`, until it stops or `horizon` moves.
+  void rollout(const Sequence &from);
+  /// The actions of the current program, and their values, computed once
+  /// per program.
+  struct Scored {
+    StateActions actions;
+    std::vector<float> q;
+  };
+  const Scored &score();
+  /// Measures one next program of `met[parent]` that this search has not
+  /// measured: the policy's best with probability 1 - explore, otherwise
+  /// one drawn as --strategy=random draws (a move name, then one of its
+  /// places). Closes the parent when there is none.
+  void expand(size_t parent);
 
   Environment &env;
   Policy &policy;
@@ -425,6 +503,10 @@ private:
   bool stopped = false;
   /// Programs measured by this search: whether each runs correctly.
   llvm::StringMap<bool> measured;
+  /// The programs that ran correctly, in the order they were measured.
+  std::vector<Node> met;
+  Sequence originMoves;
+  llvm::StringMap<Scored> scored;
 };
 } // namespace
 
@@ -442,30 +524,71 @@ bool PolicySearch::visit() {
   }
   measured[hash] = m.ok();
   countCandidate(result, env.getMoves(), m, env, options, elapsed());
+  if (m.ok() && m.seconds > 0)
+    met.push_back({Sequence(env.getMoves().begin(), env.getMoves().end()),
+                   m.seconds});
   return m.ok();
 }
 
-bool PolicySearch::rollout(const Sequence &from, double epsilon) {
+const PolicySearch::Scored &PolicySearch::score() {
+  std::string hash = env.getHash();
+  auto [it, inserted] = scored.try_emplace(hash);
+  if (inserted) {
+    it->second.actions = listActions(env, options.target, features);
+    std::vector<const ProgramFeatures *> choices = it->second.actions.afters;
+    choices.push_back(it->second.actions.state);
+    it->second.q =
+        policy.getNetwork().evaluate(*it->second.actions.state, choices);
+  }
+  return it->second;
+}
+
+void PolicySearch::rollout(const Sequence &from) {
   std::string reason;
   if (failed(env.replay(from, reason)))
-    return false;
-  unsigned before = result.evaluations;
-  std::uniform_real_distribution<double> coin(0, 1);
+    return;
   for (unsigned step = 0; step < horizon && !exhausted(); ++step) {
-    StateActions actions = listActions(env, options.target, features);
-    std::vector<const ProgramFeatures *> choices = actions.afters;
-    choices.push_back(actions.state);
-    std::vector<float> q =
-        policy.getNetwork().evaluate(*actions.state, choices);
-    size_t choice = argmax(q);
-    if (coin(rng) < epsilon)
-      choice = rng() % choices.size();
-    if (choice == actions.moves.size())
+    const Scored &s = score();
+    size_t choice = argmax(s.q);
+    if (choice == s.actions.moves.size())
       break; // stop
-    if (failed(env.step(actions.moves[choice], reason)) || !visit())
+    if (failed(env.step(s.actions.moves[choice], reason)) || !visit())
       break;
   }
-  return result.evaluations > before;
+}
+
+void PolicySearch::expand(size_t parent) {
+  std::string reason;
+  if (failed(env.replay(met[parent].moves, reason))) {
+    met[parent].closed = true;
+    return;
+  }
+  const Scored &s = score();
+  std::vector<size_t> open;
+  for (auto [i, after] : llvm::enumerate(s.actions.afters))
+    if (!measured.count(features.getHash(after)))
+      open.push_back(i);
+  if (open.empty()) {
+    met[parent].closed = true;
+    return;
+  }
+  size_t choice = open.front();
+  std::uniform_real_distribution<double> coin(0, 1);
+  if (coin(rng) < options.explore) {
+    std::vector<std::string> named;
+    for (size_t i : open)
+      named.push_back(s.actions.moves[i]);
+    choice = open[drawLikeRandom(named, rng)];
+  } else {
+    for (size_t i : open)
+      if (s.q[i] > s.q[choice])
+        choice = i;
+  }
+  if (failed(env.step(s.actions.moves[choice], reason))) {
+    measured[features.getHash(s.actions.afters[choice])] = false;
+    return;
+  }
+  visit(); // may grow `met`
 }
 
 SearchResult PolicySearch::run() {
@@ -482,27 +605,45 @@ SearchResult PolicySearch::run() {
   result.start = env.measure();
   applyHeuristic(env, options.startFrom, options.target);
   Sequence origin(env.getMoves().begin(), env.getMoves().end());
+  originMoves = origin;
   if (!origin.empty())
     visit();
   if (stopped)
     return result;
-  // A greedy rollout, then rollouts that explore a little more each time,
-  // alternately from the origin and from the best program so far.
-  unsigned idle = 0, rollouts = 0;
-  constexpr unsigned kIdleLimit = 50;
+  // What the policy would do alone: its greedy rollout. Then the policy
+  // guides a sampler: a program measured so far is drawn, the faster the
+  // more often (weight (best / its time)^4, as --strategy=random draws its
+  // parents), and one of its next programs not yet measured is measured:
+  // the one the policy values most, or with probability --explore a
+  // random one.
+  rollout(origin);
   while (!exhausted()) {
-    double epsilon = rollouts == 0 ? 0.0 : std::min(0.5, 0.05 * rollouts);
-    const Sequence &from =
-        rollouts % 2 == 1 && result.best.ok() ? result.bestMoves : origin;
-    ++rollouts;
-    if (rollout(from, epsilon)) {
-      idle = 0;
-    } else if (++idle >= kIdleLimit) {
-      result.stoppedEarly = std::to_string(kIdleLimit) +
-                            " rollouts in a row met no new program (the "
-                            "policy's neighbourhood is exhausted)";
+    std::vector<double> weights;
+    for (const Node &node : met)
+      weights.push_back(node.closed ? 0.0
+                                    : std::pow(result.best.seconds /
+                                                   node.seconds,
+                                               4));
+    if (llvm::all_of(weights, [](double w) { return w == 0; })) {
+      result.stoppedEarly = "every next program of every program measured "
+                            "has been measured (" +
+                            std::to_string(measured.size()) +
+                            " distinct programs)";
       break;
     }
+    std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+    expand(pick(rng));
+  }
+  if (!stopped) {
+    // The origin is the first program measured after the starting kernel.
+    std::vector<MeasuredProgram> programs;
+    for (const Node &node : met)
+      programs.push_back({node.seconds, node.moves});
+    std::optional<size_t> origin;
+    for (auto [i, node] : llvm::enumerate(met))
+      if (node.moves == originMoves)
+        origin = i;
+    confirmBest(env, options, result, std::move(programs), origin);
   }
   if ((!result.best.ok() || result.best.seconds == 0) && result.error.empty())
     result.error = "no program the policy reached runs on the target (" +

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/TargetParser/Host.h"
+#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -2521,37 +2522,54 @@ SearchResult Searcher::run() {
 }
 
 void Searcher::confirm() {
-  if (!options.confirmRounds || options.confirmPrograms < 1 ||
-      options.target.gpu || env.getOptions().runner || stopped ||
-      !result.error.empty() || result.pending || !result.best.ok())
+  if (stopped)
     return;
-  // The finalists: the best distinct programs by first time.
-  SmallVector<std::pair<double, StringRef>> ranked;
-  for (const auto &entry : timeOf)
-    if (entry.second > 0 && sequenceOf.count(entry.first()))
-      ranked.push_back({entry.second, entry.first()});
-  llvm::sort(ranked);
-  // The origin competes too, if it ran: in the last place when it is not
-  // among the best.
-  auto origin = llvm::find_if(
-      ranked, [&](const auto &entry) { return entry.second == originHash; });
-  if (origin != ranked.end() &&
-      size_t(origin - ranked.begin()) >= options.confirmPrograms) {
-    auto entry = *origin;
-    ranked.erase(origin);
-    ranked.insert(ranked.begin() + (options.confirmPrograms - 1), entry);
+  std::vector<MeasuredProgram> programs;
+  std::optional<size_t> origin;
+  for (const auto &entry : timeOf) {
+    auto sequence = sequenceOf.find(entry.first());
+    if (entry.second <= 0 || sequence == sequenceOf.end())
+      continue;
+    if (entry.first() == originHash)
+      origin = programs.size();
+    programs.push_back({entry.second, sequence->second});
+  }
+  confirmBest(env, options, result, std::move(programs), origin);
+}
+
+void mlir::perfdojo::confirmBest(Environment &env, const SearchOptions &options,
+                                 SearchResult &result,
+                                 std::vector<MeasuredProgram> programs,
+                                 std::optional<size_t> origin) {
+  if (!options.confirmRounds || options.confirmPrograms < 1 ||
+      options.target.gpu || env.getOptions().runner ||
+      !result.error.empty() || result.pending || !result.best.ok() ||
+      programs.empty())
+    return;
+  // The finalists: the best programs by first time. The origin competes
+  // too, in the last place when it is not among the best.
+  std::vector<size_t> ranked(programs.size());
+  std::iota(ranked.begin(), ranked.end(), 0);
+  llvm::sort(ranked, [&](size_t a, size_t b) {
+    return std::make_pair(programs[a].seconds, a) <
+           std::make_pair(programs[b].seconds, b);
+  });
+  if (origin) {
+    auto at = llvm::find(ranked, *origin);
+    if (size_t(at - ranked.begin()) >= options.confirmPrograms) {
+      ranked.erase(at);
+      ranked.insert(ranked.begin() + (options.confirmPrograms - 1), *origin);
+    }
   }
   ranked.resize(std::min<size_t>(ranked.size(), options.confirmPrograms));
-  if (ranked.empty())
-    return;
   std::vector<std::vector<double>> times(ranked.size());
   std::vector<Measurement> last(ranked.size());
-  for (auto [i, entry] : llvm::enumerate(ranked))
-    times[i].push_back(entry.first);
+  for (auto [i, index] : llvm::enumerate(ranked))
+    times[i].push_back(programs[index].seconds);
   for (unsigned round = 0; round < options.confirmRounds; ++round)
-    for (auto [i, entry] : llvm::enumerate(ranked)) {
+    for (auto [i, index] : llvm::enumerate(ranked)) {
       std::string why;
-      if (failed(env.replay(sequenceOf[entry.second], why)))
+      if (failed(env.replay(programs[index].moves, why)))
         continue;
       Measurement m = env.measureAgain();
       if (m.ok()) {
@@ -2570,10 +2588,10 @@ void Searcher::confirm() {
       best = i;
   if (!last[best].ok())
     return;
-  result.firstSeconds = ranked[best].first;
+  result.firstSeconds = programs[ranked[best]].seconds;
   result.best = last[best];
   result.best.seconds = median(times[best]);
-  result.bestMoves = sequenceOf[ranked[best].second];
+  result.bestMoves = programs[ranked[best]].moves;
   result.confirmedPrograms = ranked.size();
   result.confirmedRounds = options.confirmRounds;
 }

@@ -48,6 +48,14 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
                                    : "policy=FILE is for strategy rl");
       return signalPassFailure();
     }
+    if (!(explore >= 0 && explore <= 1)) {
+      std::string value;
+      llvm::raw_string_ostream(value) << llvm::format("%g", double(explore));
+      getOperation().emitError()
+          << "pd-search: explore=" << value
+          << " is not a share between 0 and 1";
+      return signalPassFailure();
+    }
     std::unique_ptr<TuningDatabase> database;
     if (!db.empty()) {
       std::string error;
@@ -93,6 +101,7 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
             : start;
     options.policyPath = policy;
     options.horizon = horizon;
+    options.explore = explore;
     std::optional<TargetInfo> cpu = getCPUTarget(threads, vectorWidth);
     if (!cpu)
       return kernel.emitError()

@@ -111,6 +111,10 @@ struct TrainingOptions {
   /// Next-state actions kept per transition for the target (a random
   /// sample when there are more; stop always).
   unsigned maxNextActions = 32;
+  /// The share of episodes that start from the fastest program met so far
+  /// on their kernel (training goes on from where it got), rather than
+  /// from the starting kernel.
+  double restartBest = 0.5;
   uint64_t seed = 1;
 };
 
@@ -163,7 +167,18 @@ private:
   unsigned updates = 0;
   /// The reward constant c of each starting kernel, by its hash.
   llvm::StringMap<double> scale;
+  /// The fastest program met on each starting kernel (by its hash): its
+  /// speedup and the moves that reach it.
+  struct Best {
+    double speedup = 0;
+    std::vector<std::string> moves;
+  };
+  llvm::StringMap<Best> bestOf;
 };
+
+/// The index of one of `moves` (move instances as text) drawn as
+/// --strategy=random draws: a move name uniformly, then one of its places.
+size_t drawLikeRandom(ArrayRef<std::string> moves, std::mt19937_64 &rng);
 
 /// Plays `policy` on `env` within `options.budget` measured programs (see
 /// SearchOptions; options.startFrom's heuristic first, as the other

@@ -95,6 +95,9 @@ struct SearchOptions {
   /// one rollout at most.
   std::string policyPath;
   unsigned horizon = 8;
+  /// Strategy RL: after the greedy rollout, the share of expansions that
+  /// measure a random next program rather than the policy's best.
+  double explore = 0.25;
   /// Heuristics: answer with the heuristic's program even when it measured
   /// slower than the starting kernel (to see what the heuristic does; by
   /// default the starting kernel is the answer then).
@@ -170,6 +173,21 @@ void setPolicySearch(PolicySearchFn search);
 void countCandidate(SearchResult &result, ArrayRef<std::string> moves,
                     const Measurement &m, Environment &env,
                     const SearchOptions &options, double elapsedSeconds);
+
+/// A program a search measured correct, by the moves that reach it.
+struct MeasuredProgram {
+  double seconds;
+  std::vector<std::string> moves;
+};
+
+/// Times the fastest `programs` again, SearchOptions::confirmRounds rounds
+/// of SearchOptions::confirmPrograms finalists (the program at `origin`, the
+/// one the search started from, always among them), and makes the one with
+/// the lowest median `result`'s best (every search on this CPU does so; one
+/// first timing is a noisy pick among many). Nothing on a GPU or a runner.
+void confirmBest(Environment &env, const SearchOptions &options,
+                 SearchResult &result, std::vector<MeasuredProgram> programs,
+                 std::optional<size_t> origin);
 
 /// Whether `target` can run `move`: GPU mappings and GPU shared memory
 /// only on a GPU, CPU-parallel scopes only on the CPU.
