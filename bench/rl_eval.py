@@ -4,7 +4,7 @@ and annealing, on suite kernels left out of its training.
 
     .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
         [--episodes 150] [--budgets 200,50] [--seeds 5,3] [--threads 2]
-        [--curves docs/images] > table.md
+        [--curves docs/images] [--reuse-policies] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
    so that a budget of evaluations runs in minutes on this machine): a
@@ -111,6 +111,10 @@ def main():
     parser.add_argument("--seeds", default="5,3",
                         help="seeds per budget, in the order of --budgets")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reuse-policies", action="store_true",
+                        help="play the policies an earlier run left in "
+                        "--out-dir instead of training them again (to add "
+                        "a budget)")
     parser.add_argument("--curves", metavar="DIR",
                         help="copy each policy's learning curve (SVG) here, "
                         "as rl-curve-<encoder>.svg")
@@ -123,6 +127,10 @@ def main():
 
     policies, train_seconds = {}, {}
     for encoder in ("learned", "fixed"):
+        existing = os.path.join(args.out_dir, "policy-%s.pt" % encoder)
+        if args.reuse_policies and os.path.exists(existing):
+            policies["rl-" + encoder] = existing
+            continue
         print("training the %s encoder ..." % encoder, file=sys.stderr)
         policies["rl-" + encoder], train_seconds[encoder] = train(
             args, encoder, train_files)
@@ -172,14 +180,19 @@ def main():
         print("| geometric mean | " + " | ".join(
             "%.2fx" % math.exp(sum(v) / len(v)) if v else "-"
             for v in logs.values()) + " |\n")
-    print("Training: %d episodes on %d suite kernels and %d generated ones: "
-          % (args.episodes, len(train_files), args.generated) +
-          ", ".join("%s encoder %.0f s" % (e, s)
-                    for e, s in train_seconds.items()) + ".")
+    if train_seconds:
+        print("Training: %d episodes on %d suite kernels and %d generated "
+              "ones: " % (args.episodes, len(train_files), args.generated) +
+              ", ".join("%s encoder %.0f s" % (e, s)
+                        for e, s in train_seconds.items()) + ".")
+    else:
+        print("The policies of an earlier run in %s were played." %
+              args.out_dir)
     json.dump({"results": {"|".join(map(str, k)): v
                            for k, v in results.items()},
                "train_seconds": train_seconds},
-              open(os.path.join(args.out_dir, "rl_eval.json"), "w"), indent=1)
+              open(os.path.join(args.out_dir, "rl_eval-%s.json" % "-".join(
+                  map(str, budgets))), "w"), indent=1)
 
 
 if __name__ == "__main__":

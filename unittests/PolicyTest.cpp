@@ -81,6 +81,23 @@ TEST(PolicyTest, CatalogueVersionNamesTheMoves) {
             std::to_string(MoveRegistry::get().getMoves().size()));
 }
 
+TEST(PolicyTest, ExplorationDrawsAMoveNameFirst) {
+  // One place of vectorize, 99 of add_dim: a draw by name picks vectorize
+  // about half the time, a draw by instance 1 % of it.
+  std::vector<std::string> moves = {"vectorize@x:1"};
+  for (int i = 0; i < 99; ++i)
+    moves.push_back("add_dim@x:" + std::to_string(i) + ":0");
+  std::mt19937_64 rng(7);
+  int vectorize = 0;
+  for (int i = 0; i < 2000; ++i) {
+    size_t drawn = drawLikeRandom(moves, rng);
+    ASSERT_LT(drawn, moves.size());
+    vectorize += drawn == 0;
+  }
+  EXPECT_GT(vectorize, 850);
+  EXPECT_LT(vectorize, 1150);
+}
+
 /// Features of a few distinct programs, owned.
 struct Programs {
   std::vector<ProgramFeatures> all;

@@ -505,6 +505,7 @@ private:
   llvm::StringMap<bool> measured;
   /// The programs that ran correctly, in the order they were measured.
   std::vector<Node> met;
+  /// The program the search starts from (the heuristic's).
   Sequence originMoves;
   llvm::StringMap<Scored> scored;
 };
@@ -604,9 +605,8 @@ SearchResult PolicySearch::run() {
   visit();
   result.start = env.measure();
   applyHeuristic(env, options.startFrom, options.target);
-  Sequence origin(env.getMoves().begin(), env.getMoves().end());
-  originMoves = origin;
-  if (!origin.empty())
+  originMoves.assign(env.getMoves().begin(), env.getMoves().end());
+  if (!originMoves.empty())
     visit();
   if (stopped)
     return result;
@@ -616,7 +616,7 @@ SearchResult PolicySearch::run() {
   // parents), and one of its next programs not yet measured is measured:
   // the one the policy values most, or with probability --explore a
   // random one.
-  rollout(origin);
+  rollout(originMoves);
   while (!exhausted()) {
     std::vector<double> weights;
     for (const Node &node : met)
@@ -635,15 +635,14 @@ SearchResult PolicySearch::run() {
     expand(pick(rng));
   }
   if (!stopped) {
-    // The origin is the first program measured after the starting kernel.
     std::vector<MeasuredProgram> programs;
-    for (const Node &node : met)
+    std::optional<size_t> originIndex;
+    for (auto [i, node] : llvm::enumerate(met)) {
       programs.push_back({node.seconds, node.moves});
-    std::optional<size_t> origin;
-    for (auto [i, node] : llvm::enumerate(met))
       if (node.moves == originMoves)
-        origin = i;
-    confirmBest(env, options, result, std::move(programs), origin);
+        originIndex = i;
+    }
+    confirmBest(env, options, result, std::move(programs), originIndex);
   }
   if ((!result.best.ok() || result.best.seconds == 0) && result.error.empty())
     result.error = "no program the policy reached runs on the target (" +
