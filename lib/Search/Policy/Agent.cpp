@@ -201,17 +201,9 @@ static size_t argmax(const std::vector<float> &values) {
 
 size_t mlir::perfdojo::drawLikeRandom(ArrayRef<std::string> moves,
                                       std::mt19937_64 &rng) {
-  auto nameOf = [&](size_t i) { return StringRef(moves[i]).split('@').first; };
-  SmallVector<StringRef> names;
-  for (size_t i = 0; i < moves.size(); ++i)
-    if (!llvm::is_contained(names, nameOf(i)))
-      names.push_back(nameOf(i));
-  StringRef name = names[rng() % names.size()];
-  SmallVector<size_t> instances;
-  for (size_t i = 0; i < moves.size(); ++i)
-    if (nameOf(i) == name)
-      instances.push_back(i);
-  return instances[rng() % instances.size()];
+  return drawMoveByName(
+      moves.size(),
+      [&](size_t i) { return StringRef(moves[i]).split('@').first; }, rng);
 }
 
 EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
@@ -250,13 +242,13 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
   if (!best.moves.empty() && coin(rng) < options.restartBest) {
     // Go on from the fastest program met on this kernel.
     std::string reason;
-    if (succeeded(env.replay(best.moves, reason))) {
-      Measurement m = env.measure();
-      if (m.ok() && !m.pending)
-        current = rewardOf(m);
-      else
-        env.reset();
-    }
+    std::optional<Measurement> m;
+    if (succeeded(env.replay(best.moves, reason)))
+      m = env.measure();
+    if (m && m->ok() && !m->pending)
+      current = rewardOf(*m);
+    else
+      env.reset(); // from the starting kernel after all
   }
   auto noteBest = [&] {
     if (current > best.speedup) {

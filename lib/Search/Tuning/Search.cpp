@@ -2222,16 +2222,23 @@ std::optional<MoveInstance> Searcher::randomMove() {
   });
   if (moves.empty())
     return std::nullopt;
+  return moves[drawMoveByName(
+      moves.size(), [&](size_t i) { return moves[i].move->getName(); }, rng)];
+}
+
+size_t mlir::perfdojo::drawMoveByName(size_t count,
+                                      function_ref<StringRef(size_t)> nameOf,
+                                      std::mt19937_64 &rng) {
   SmallVector<StringRef> names;
-  for (const MoveInstance &m : moves)
-    if (!llvm::is_contained(names, m.move->getName()))
-      names.push_back(m.move->getName());
+  for (size_t i = 0; i < count; ++i)
+    if (!llvm::is_contained(names, nameOf(i)))
+      names.push_back(nameOf(i));
   StringRef name = names[rng() % names.size()];
-  SmallVector<const MoveInstance *> instances;
-  for (const MoveInstance &m : moves)
-    if (m.move->getName() == name)
-      instances.push_back(&m);
-  return *instances[rng() % instances.size()];
+  SmallVector<size_t> instances;
+  for (size_t i = 0; i < count; ++i)
+    if (nameOf(i) == name)
+      instances.push_back(i);
+  return instances[rng() % instances.size()];
 }
 
 std::optional<std::vector<Measurement>>

@@ -17,6 +17,7 @@
 
 #include "PerfDojo/Search/Tuning/Environment.h"
 #include <functional>
+#include <random>
 
 namespace mlir {
 namespace perfdojo {
@@ -188,6 +189,11 @@ struct MeasuredProgram {
 void confirmBest(Environment &env, const SearchOptions &options,
                  SearchResult &result, std::vector<MeasuredProgram> programs,
                  std::optional<size_t> origin);
+
+/// The index of one of `count` moves drawn as --strategy=random draws: a
+/// move name uniformly (`nameOf(i)` names move i), then one of its places.
+size_t drawMoveByName(size_t count, function_ref<StringRef(size_t)> nameOf,
+                      std::mt19937_64 &rng);
 
 /// Whether `target` can run `move`: GPU mappings and GPU shared memory
 /// only on a GPU, CPU-parallel scopes only on the CPU.
