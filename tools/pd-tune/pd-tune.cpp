@@ -64,6 +64,12 @@ static cl::opt<double>
             cl::desc("rl: the share of expansions after the greedy rollout "
                      "that measure a random next program, not the "
                      "policy's best (0 to 1)"));
+static cl::opt<unsigned> policyUpdates(
+    "policy-updates", cl::cat(tuneCategory), cl::init(0),
+    cl::desc("rl: gradient steps of the policy on the search's own "
+             "measurements after each one, so that it keeps learning on "
+             "this kernel (0, the default: play the policy as trained; the "
+             "policy file is never changed)"));
 static cl::opt<std::string>
     graphName("graph", cl::cat(tuneCategory), cl::init("edges"),
               cl::desc("what random and anneal search over: edges (one "
@@ -430,6 +436,7 @@ static int runTool(int argc, char **argv) {
   options.confirmRounds = confirmRounds;
   options.horizon = horizon;
   options.explore = explore;
+  options.policyUpdates = policyUpdates;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||
                    *strategy == Strategy::Expert;

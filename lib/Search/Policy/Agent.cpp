@@ -466,8 +466,18 @@ private:
     bool closed = false;
   };
   /// Measures the current state unless this search has; returns whether it
-  /// runs correctly (false ends a rollout).
-  bool visit();
+  /// runs correctly (false ends a rollout). `from` is the program the
+  /// search stepped from and the move's after-program, when it stepped:
+  /// a fresh measurement then teaches the policy (learn).
+  bool visit(const ProgramFeatures *from = nullptr,
+             const ProgramFeatures *after = nullptr);
+  /// Online learning: the transition from `from` to the current program
+  /// (reward c / T with c the starting kernel's time, as in training; a
+  /// failed check ends it without reward) and the current program's stop,
+  /// then options.policyUpdates gradient steps on batches drawn from this
+  /// search's transitions.
+  void learn(const ProgramFeatures *from, const ProgramFeatures *after,
+             const Measurement &m);
   /// The greedy rollout: the policy's best action at each step, from
   /// `from`, until it stops or `horizon` moves.
   void rollout(const Sequence &from);
@@ -476,6 +486,8 @@ private:
   struct Scored {
     StateActions actions;
     std::vector<float> q;
+    /// The network's version the values are from.
+    unsigned version = 0;
   };
   const Scored &score();
   /// Measures one next program of `met[parent]` that this search has not
@@ -500,10 +512,19 @@ private:
   /// The program the search starts from (the heuristic's).
   Sequence originMoves;
   llvm::StringMap<Scored> scored;
+  /// Online learning: this search's transitions, the gradient steps taken
+  /// and the network's version (bumped by each round of steps, so that
+  /// cached values are computed again).
+  std::vector<QTransition> transitions;
+  unsigned updates = 0;
+  unsigned version = 0;
+  /// The reward's constant c: the starting kernel's time.
+  double scale = 0;
 };
 } // namespace
 
-bool PolicySearch::visit() {
+bool PolicySearch::visit(const ProgramFeatures *from,
+                         const ProgramFeatures *after) {
   std::string hash = env.getHash();
   if (auto it = measured.find(hash); it != measured.end())
     return it->second;
@@ -520,20 +541,63 @@ bool PolicySearch::visit() {
   if (m.ok() && m.seconds > 0)
     met.push_back({Sequence(env.getMoves().begin(), env.getMoves().end()),
                    m.seconds});
+  if (from && options.policyUpdates > 0)
+    learn(from, after, m);
   return m.ok();
+}
+
+void PolicySearch::learn(const ProgramFeatures *from,
+                         const ProgramFeatures *after, const Measurement &m) {
+  constexpr unsigned kBatch = 32, kNextActions = 32, kTargetSync = 50;
+  bool ok = m.ok() && m.seconds > 0 && scale > 0;
+  QTransition t{from, after, 0, true, nullptr, {}};
+  if (ok) {
+    float reward = float(scale / m.seconds);
+    t.reward = reward;
+    t.terminal = false;
+    const Scored &next = score();
+    t.next = next.actions.state;
+    t.nextAfters = next.actions.afters;
+    if (t.nextAfters.size() > kNextActions) {
+      std::shuffle(t.nextAfters.begin(), t.nextAfters.end(), rng);
+      t.nextAfters.resize(kNextActions);
+    }
+    t.nextAfters.push_back(next.actions.state);
+    // Stopping here earns the program's own reward.
+    transitions.push_back({next.actions.state, next.actions.state, reward,
+                           true, nullptr, {}});
+  }
+  transitions.push_back(std::move(t));
+  std::vector<QTransition> batch;
+  for (unsigned u = 0; u < options.policyUpdates; ++u) {
+    batch.clear();
+    for (unsigned i = 0; i < kBatch; ++i)
+      batch.push_back(transitions[rng() % transitions.size()]);
+    std::string error;
+    if (policy.getNetwork().train(batch, error) < 0) {
+      result.error = "the policy could not learn from this search: " + error;
+      stopped = true;
+      return;
+    }
+    if (++updates % kTargetSync == 0)
+      policy.getNetwork().syncTarget();
+  }
+  ++version;
 }
 
 const PolicySearch::Scored &PolicySearch::score() {
   std::string hash = env.getHash();
   auto [it, inserted] = scored.try_emplace(hash);
-  if (inserted) {
-    it->second.actions = listActions(env, options.target, features);
-    std::vector<const ProgramFeatures *> choices = it->second.actions.afters;
-    choices.push_back(it->second.actions.state);
-    it->second.q =
-        policy.getNetwork().evaluate(*it->second.actions.state, choices);
+  Scored &s = it->second;
+  if (inserted)
+    s.actions = listActions(env, options.target, features);
+  if (inserted || s.version != version) {
+    std::vector<const ProgramFeatures *> choices = s.actions.afters;
+    choices.push_back(s.actions.state);
+    s.q = policy.getNetwork().evaluate(*s.actions.state, choices);
+    s.version = version;
   }
-  return it->second;
+  return s;
 }
 
 void PolicySearch::rollout(const Sequence &from) {
@@ -545,7 +609,10 @@ void PolicySearch::rollout(const Sequence &from) {
     size_t choice = argmax(s.q);
     if (choice == s.actions.moves.size())
       break; // stop
-    if (failed(env.step(s.actions.moves[choice], reason)) || !visit())
+    const ProgramFeatures *from = s.actions.state;
+    const ProgramFeatures *after = s.actions.afters[choice];
+    if (failed(env.step(s.actions.moves[choice], reason)) ||
+        !visit(from, after))
       break;
   }
 }
@@ -577,11 +644,13 @@ void PolicySearch::expand(size_t parent) {
       if (s.q[i] > s.q[choice])
         choice = i;
   }
+  const ProgramFeatures *from = s.actions.state;
+  const ProgramFeatures *after = s.actions.afters[choice];
   if (failed(env.step(s.actions.moves[choice], reason))) {
-    measured[features.getHash(s.actions.afters[choice])] = false;
+    measured[features.getHash(after)] = false;
     return;
   }
-  visit(); // may grow `met`
+  visit(from, after); // may grow `met`
 }
 
 SearchResult PolicySearch::run() {
@@ -596,6 +665,7 @@ SearchResult PolicySearch::run() {
   // The starting kernel, then the heuristic's program to start from.
   visit();
   result.start = env.measure();
+  scale = result.start.ok() ? result.start.seconds : 0;
   applyHeuristic(env, options.startFrom, options.target);
   originMoves.assign(env.getMoves().begin(), env.getMoves().end());
   if (!originMoves.empty())

@@ -99,6 +99,11 @@ struct SearchOptions {
   /// Strategy RL: after the greedy rollout, the share of expansions that
   /// measure a random next program rather than the policy's best.
   double explore = 0.25;
+  /// Strategy RL: gradient steps of the policy on this search's own
+  /// measurements after each one, so that the policy keeps learning on the
+  /// kernel it tunes (the policy file is not changed); 0 plays the policy
+  /// as it was trained.
+  unsigned policyUpdates = 0;
   /// Heuristics: answer with the heuristic's program even when it measured
   /// slower than the starting kernel (to see what the heuristic does; by
   /// default the starting kernel is the answer then).
