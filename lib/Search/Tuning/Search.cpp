@@ -215,8 +215,71 @@ public:
             rank = buffer.getShape().size();
       for (unsigned d = dim; ok && d + 1 < rank; ++d)
         ok = apply(PermuteDimsOp::make(bufferLoc(name, d)));
-      if (!ok)
+      if (!ok) {
         rollBackTo(before);
+        continue;
+      }
+      hoistCopy(name);
+    }
+  }
+
+  /// Moves the top-level nest that writes `copy` (an operand copied for a
+  /// product by transposeOperands) before the first nest that computes
+  /// one of the product's other operands, one swap_sibling at a time, as
+  /// far as legality allows: the copy then no longer stands between such
+  /// a nest (relu_ffn's r = max(x, 0)) and the product, which can fuse
+  /// with it scope by scope. Where no nest ahead computes an operand (the
+  /// operands are inputs), the copy stays where it is.
+  void hoistCopy(StringRef copy) {
+    llvm::StringSet<> operands;
+    env.getKernel().walk([&](ComputeOp op) {
+      bool readsCopy = false;
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          readsCopy |= access.getArray().getValue() == copy;
+      if (readsCopy && op.getReduction() != Reduction::none)
+        for (Attribute input : op.getInputs())
+          if (auto access = dyn_cast<AccessAttr>(input))
+            if (access.getArray().getValue() != copy)
+              operands.insert(access.getArray().getValue());
+    });
+    auto copyNest = [&] {
+      ScopeOp nest;
+      env.getKernel().walk([&](ComputeOp op) {
+        if (!nest && op.getOut().getArray().getValue() == copy)
+          nest = scopeAt(op, 0);
+      });
+      return nest;
+    };
+    // The nests to pass: up to the first that computes an operand.
+    unsigned passes = 0;
+    ScopeOp nest = copyNest();
+    for (Operation *o = nest ? nest->getPrevNode() : nullptr; o;
+         o = o->getPrevNode()) {
+      auto scope = dyn_cast<ScopeOp>(o);
+      if (!scope)
+        break; // the buffers
+      unsigned distance = 1;
+      for (Operation *n = o->getNextNode(); n != nest.getOperation();
+           n = n->getNextNode())
+        ++distance;
+      scope.walk([&](ComputeOp op) {
+        if (operands.contains(op.getOut().getArray().getValue()))
+          passes = distance;
+      });
+    }
+    size_t before = env.getMoves().size();
+    for (unsigned i = 0; i < passes; ++i) {
+      auto previous = cast<ScopeOp>(copyNest()->getPrevNode());
+      ComputeOp first;
+      previous.walk([&](ComputeOp op) {
+        if (!first)
+          first = op;
+      });
+      if (!first || !apply(SwapSiblingOp::make(scopeLoc(first, 0)))) {
+        rollBackTo(before);
+        return;
+      }
     }
   }
 
