@@ -395,6 +395,9 @@ class Environment:
         start_from: str = "expert",
         confirm_rounds: int = 3,
         policy: str = "",
+        horizon: int = 8,
+        explore: float = 0.25,
+        policy_updates: int = 0,
     ) -> SearchResult:
         """Runs a heuristic or a search (random, anneal) from the starting
         kernel, as pd-tune does; the environment ends at some program of it:
@@ -405,8 +408,12 @@ class Environment:
         0 keeps the first best time.
 
         `strategy="rl"` plays a trained policy (`policy`: pd-train's output
-        for this target) as `pd-tune --strategy=rl` does: greedy rollouts
-        within `budget` evaluations. Its network runs in the libtorch that
+        for this target) as `pd-tune --strategy=rl` does, within `budget`
+        evaluations: its greedy rollout of `horizon` moves at most, then a
+        sampler it guides, a share `explore` (0 to 1) of whose expansions
+        are random; `policy_updates` gradient steps after each measurement
+        let the policy learn from the search's own measurements (0: as
+        trained; the policy file is never written). Its network runs in the libtorch that
         PerfDojo was built with (Debian's), loaded into this process; with
         PyPI's `torch` imported already the two libtorch builds would share
         the process, which PerfDojo refuses (run `pd-tune --strategy=rl`
@@ -420,7 +427,7 @@ class Environment:
             )
         return self._core.search(
             strategy, budget, seed, time_budget, graph, generation, start_from, "cpu",
-            confirm_rounds, policy,
+            confirm_rounds, policy, horizon, explore, policy_updates,
         )
 
 

@@ -34,6 +34,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/thread.h"
+#include <cstdio>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -612,10 +613,19 @@ public:
                         const std::string &graph, unsigned generation,
                         const std::string &startFrom,
                         const std::string &target, unsigned confirmRounds,
-                        const std::string &policy) {
+                        const std::string &policy, unsigned horizon,
+                        double explore, unsigned policyUpdates) {
+    if (!(explore >= 0 && explore <= 1)) {
+      char text[64];
+      std::snprintf(text, sizeof(text), "explore=%g", explore);
+      throw Error(std::string(text) + " is not a share between 0 and 1");
+    }
     SearchOptions options;
     options.confirmRounds = confirmRounds;
     options.policyPath = policy;
+    options.horizon = std::max(horizon, 1u);
+    options.explore = explore;
+    options.policyUpdates = policyUpdates;
     options.strategy = strategyNamed(strategy);
     options.startFrom = strategyNamed(startFrom);
     if (graph == "edges")
@@ -886,7 +896,8 @@ NB_MODULE(_core, m) {
       .def("search", &PyEnvironment::search, nb::arg("strategy"),
            nb::arg("budget"), nb::arg("seed"), nb::arg("time_budget"),
            nb::arg("graph"), nb::arg("generation"), nb::arg("start_from"),
-           nb::arg("target"), nb::arg("confirm_rounds"), nb::arg("policy"));
+           nb::arg("target"), nb::arg("confirm_rounds"), nb::arg("policy"),
+           nb::arg("horizon"), nb::arg("explore"), nb::arg("policy_updates"));
 
   nb::class_<PyMoveInfo>(m, "MoveInfo", "A move of the catalogue")
       .def_ro("name", &PyMoveInfo::name)

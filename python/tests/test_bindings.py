@@ -209,6 +209,15 @@ def test_rl_strategy(tmp_path, monkeypatch):
     assert result.best.ok and result.start.ok
     assert 1 <= result.evaluations <= 4
     env.replay(result.best_moves)
+    # The rollout's length, the share of random expansions and learning
+    # while searching, as pd-tune's --horizon, --explore, --policy-updates.
+    before = policy.read_bytes()
+    tuned = env.search("rl", policy=str(policy), budget=6, seed=1, horizon=2,
+                       explore=1.0, policy_updates=2)
+    assert tuned.best.ok and 1 <= tuned.evaluations <= 6
+    assert policy.read_bytes() == before
+    with pytest.raises(perfdojo.Error, match="not a share between 0 and 1"):
+        env.search("rl", policy=str(policy), budget=4, explore=1.5)
     with pytest.raises(perfdojo.Error, match="needs a policy file"):
         env.search("rl", budget=4)
     with pytest.raises(perfdojo.Error, match="no policy file"):
