@@ -158,40 +158,51 @@ Trainer::Trainer(Policy &policy, TrainingOptions options)
     : policy(policy), options(options),
       features(policy.getNetwork().getConfig().buckets), rng(options.seed) {}
 
-void Trainer::remember(Stored transition) {
+void Trainer::remember(QTransition transition) {
   replay.push_back(std::move(transition));
   while (replay.size() > std::max(options.replayCapacity, 1u))
     replay.pop_front();
 }
 
-double Trainer::learn(std::string &error) {
-  if (replay.size() < options.batchSize)
-    return 0;
+double mlir::perfdojo::trainSteps(QNetwork &network, unsigned steps,
+                                  unsigned batchSize,
+                                  function_ref<const QTransition &()> draw,
+                                  unsigned &updates, unsigned targetSync,
+                                  std::string &error) {
   double total = 0;
-  unsigned steps = 0;
-  for (unsigned u = 0; u < options.updatesPerStep; ++u) {
-    std::vector<QTransition> batch;
-    batch.reserve(options.batchSize);
-    for (unsigned i = 0; i < options.batchSize; ++i) {
-      const Stored &s = replay[rng() % replay.size()];
-      QTransition t;
-      t.state = s.state;
-      t.after = s.after;
-      t.reward = s.reward;
-      t.terminal = s.terminal;
-      t.next = s.next;
-      t.nextAfters = s.nextAfters;
-      batch.push_back(std::move(t));
-    }
-    double loss = policy.getNetwork().train(batch, error);
+  std::vector<QTransition> batch;
+  for (unsigned u = 0; u < steps; ++u) {
+    batch.clear();
+    for (unsigned i = 0; i < batchSize; ++i)
+      batch.push_back(draw());
+    double loss = network.train(batch, error);
     if (loss < 0)
       return -1;
     total += loss;
-    ++steps;
-    if (++updates % std::max(options.targetSync, 1u) == 0)
-      policy.getNetwork().syncTarget();
+    if (++updates % std::max(targetSync, 1u) == 0)
+      network.syncTarget();
   }
   return steps ? total / steps : 0;
+}
+
+void mlir::perfdojo::setNext(QTransition &t, const StateActions &actions,
+                             unsigned most, std::mt19937_64 &rng) {
+  t.next = actions.state;
+  t.nextAfters = actions.afters;
+  if (t.nextAfters.size() > most) {
+    std::shuffle(t.nextAfters.begin(), t.nextAfters.end(), rng);
+    t.nextAfters.resize(most);
+  }
+  t.nextAfters.push_back(actions.state);
+}
+
+double Trainer::learn(std::string &error) {
+  if (replay.size() < options.batchSize)
+    return 0;
+  return trainSteps(
+      policy.getNetwork(), options.updatesPerStep, options.batchSize,
+      [&]() -> const QTransition & { return replay[rng() % replay.size()]; },
+      updates, options.targetSync, error);
 }
 
 /// The index of the largest value (the first of equals).
@@ -273,7 +284,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       choice = drawLikeRandom(named, rng);
     } else
       choice = argmax(policy.getNetwork().evaluate(*actions.state, choices));
-    Stored t{actions.state, choices[choice], 0, true, nullptr, {}};
+    QTransition t{actions.state, choices[choice], 0, true, nullptr, {}};
     if (choice == actions.moves.size()) {
       t.reward = float(current);
       remember(std::move(t));
@@ -306,13 +317,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     t.terminal = step + 1 == options.horizon;
     if (!t.terminal) {
       actions = listActions(env, target, features);
-      t.next = actions.state;
-      t.nextAfters = actions.afters;
-      if (t.nextAfters.size() > options.maxNextActions) {
-        std::shuffle(t.nextAfters.begin(), t.nextAfters.end(), rng);
-        t.nextAfters.resize(options.maxNextActions);
-      }
-      t.nextAfters.push_back(actions.state);
+      setNext(t, actions, options.maxNextActions, rng);
     }
     remember(std::move(t));
     std::string error;
@@ -345,7 +350,7 @@ void Trainer::writeReplay(llvm::raw_ostream &os) const {
       os << " " << id << ":" << llvm::format("%.9g", weight);
     os << "\n";
   };
-  for (const Stored &s : replay) {
+  for (const QTransition &s : replay) {
     program(s.state);
     program(s.after);
     program(s.next);
@@ -412,7 +417,7 @@ LogicalResult Trainer::readReplay(StringRef text, std::string &error) {
       return bad("expected a program (p), transition (t) or best program "
                  "(b) record");
     auto find = [&](StringRef hash) { return features.lookup(hash); };
-    Stored s{find(words[1]), find(words[2]), 0, words[4] == "1",
+    QTransition s{find(words[1]), find(words[2]), 0, words[4] == "1",
              words[5] == "-" ? nullptr : find(words[5]), {}};
     double reward;
     if (!s.state || !s.after || (words[5] != "-" && !s.next))
@@ -549,38 +554,27 @@ bool PolicySearch::visit(const ProgramFeatures *from,
 void PolicySearch::learn(const ProgramFeatures *from,
                          const ProgramFeatures *after, const Measurement &m) {
   constexpr unsigned kBatch = 32, kNextActions = 32, kTargetSync = 50;
-  bool ok = m.ok() && m.seconds > 0 && scale > 0;
   QTransition t{from, after, 0, true, nullptr, {}};
-  if (ok) {
-    float reward = float(scale / m.seconds);
-    t.reward = reward;
+  if (m.ok() && m.seconds > 0 && scale > 0) {
+    t.reward = float(scale / m.seconds);
     t.terminal = false;
     const Scored &next = score();
-    t.next = next.actions.state;
-    t.nextAfters = next.actions.afters;
-    if (t.nextAfters.size() > kNextActions) {
-      std::shuffle(t.nextAfters.begin(), t.nextAfters.end(), rng);
-      t.nextAfters.resize(kNextActions);
-    }
-    t.nextAfters.push_back(next.actions.state);
+    setNext(t, next.actions, kNextActions, rng);
     // Stopping here earns the program's own reward.
-    transitions.push_back({next.actions.state, next.actions.state, reward,
-                           true, nullptr, {}});
+    transitions.push_back(
+        {next.actions.state, next.actions.state, t.reward, true, nullptr, {}});
   }
   transitions.push_back(std::move(t));
-  std::vector<QTransition> batch;
-  for (unsigned u = 0; u < options.policyUpdates; ++u) {
-    batch.clear();
-    for (unsigned i = 0; i < kBatch; ++i)
-      batch.push_back(transitions[rng() % transitions.size()]);
-    std::string error;
-    if (policy.getNetwork().train(batch, error) < 0) {
-      result.error = "the policy could not learn from this search: " + error;
-      stopped = true;
-      return;
-    }
-    if (++updates % kTargetSync == 0)
-      policy.getNetwork().syncTarget();
+  std::string error;
+  if (trainSteps(
+          policy.getNetwork(), options.policyUpdates, kBatch,
+          [&]() -> const QTransition & {
+            return transitions[rng() % transitions.size()];
+          },
+          updates, kTargetSync, error) < 0) {
+    result.error = "the policy could not learn from this search: " + error;
+    stopped = true;
+    return;
   }
   ++version;
 }

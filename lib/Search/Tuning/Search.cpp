@@ -251,18 +251,14 @@ public:
       });
       return nest;
     };
-    // The nests to pass: up to the first that computes an operand.
-    unsigned passes = 0;
+    // The nests to pass: up to the first that computes an operand (the
+    // buffers come before every nest).
+    unsigned passes = 0, distance = 0;
     ScopeOp nest = copyNest();
-    for (Operation *o = nest ? nest->getPrevNode() : nullptr; o;
-         o = o->getPrevNode()) {
-      auto scope = dyn_cast<ScopeOp>(o);
-      if (!scope)
-        break; // the buffers
-      unsigned distance = 1;
-      for (Operation *n = o->getNextNode(); n != nest.getOperation();
-           n = n->getNextNode())
-        ++distance;
+    for (auto scope =
+             nest ? dyn_cast_or_null<ScopeOp>(nest->getPrevNode()) : ScopeOp();
+         scope; scope = dyn_cast_or_null<ScopeOp>(scope->getPrevNode())) {
+      ++distance;
       scope.walk([&](ComputeOp op) {
         if (operands.contains(op.getOut().getArray().getValue()))
           passes = distance;

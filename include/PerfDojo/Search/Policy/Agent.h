@@ -149,20 +149,13 @@ public:
   unsigned getUpdates() const { return updates; }
 
 private:
-  struct Stored {
-    const ProgramFeatures *state, *after;
-    float reward;
-    bool terminal;
-    const ProgramFeatures *next;
-    std::vector<const ProgramFeatures *> nextAfters;
-  };
   double learn(std::string &error);
-  void remember(Stored transition);
+  void remember(QTransition transition);
 
   Policy &policy;
   TrainingOptions options;
   FeatureCache features;
-  std::deque<Stored> replay;
+  std::deque<QTransition> replay;
   std::mt19937_64 rng;
   unsigned updates = 0;
   /// The reward constant c of each starting kernel, by its hash.
@@ -175,6 +168,20 @@ private:
   };
   llvm::StringMap<Best> bestOf;
 };
+
+/// The next state of a transition from `actions` (its state and the
+/// after-programs of its moves): at most `most` of them, a random sample
+/// where there are more, then stop (the state itself).
+void setNext(QTransition &t, const StateActions &actions, unsigned most,
+             std::mt19937_64 &rng);
+
+/// `steps` gradient steps of `network`, each on `batchSize` transitions
+/// that `draw` returns; the target network is synced every `targetSync`
+/// steps, counted in `updates`. Returns the mean loss, or a negative value
+/// with `error` set.
+double trainSteps(QNetwork &network, unsigned steps, unsigned batchSize,
+                  function_ref<const QTransition &()> draw, unsigned &updates,
+                  unsigned targetSync, std::string &error);
 
 /// The index of one of `moves` (move instances as text) drawn as
 /// --strategy=random draws: a move name uniformly, then one of its places.
