@@ -86,6 +86,61 @@ static __int128 storedWith(BufferOp buffer, unsigned dim, int64_t extent) {
 // reuse_dims / materialize_dims
 //===----------------------------------------------------------------------===//
 
+/// Whether each iteration of `scope` (depth `e`) overwrites the whole of
+/// `buffer`, dimension `dim` aside, before anything else there touches it:
+/// the first operation to access the buffer (in program order) writes it
+/// without reading it or reducing into it, alone in its child of `scope`
+/// among the accesses, and indexes every other dimension of n elements by
+/// variables of scopes inside `scope` that enumerate 0 .. n-1 exactly once
+/// (`{a}*8+{b}` under scopes of 2 and 8 for 16; `0` for one element), no
+/// variable in two dimensions. Every value read in an iteration is then
+/// written in that iteration: none flows into it from another iteration
+/// or another execution of `scope`, whichever slots the iterations share.
+static bool overwrittenFirst(BufferOp buffer, unsigned dim, ScopeOp scope,
+                             const BufferAccesses &accesses) {
+  if (buffer.getArrays().size() != 1 || accesses.empty())
+    return false;
+  auto [first, list] = accesses.front();
+  if (list.size() != 1 || list.front() != first.getOut() ||
+      first.getReduction() != Reduction::none)
+    return false;
+  Operation *child = first;
+  while (child && child->getParentOp() != scope.getOperation())
+    child = child->getParentOp();
+  if (!child)
+    return false;
+  for (auto &entry : ArrayRef(accesses).drop_front())
+    if (child->isAncestor(entry.first))
+      return false;
+  unsigned e = scope.getDepth();
+  llvm::SmallDenseSet<unsigned> used;
+  for (auto [j, form] : llvm::enumerate(first.getOut().getLinearForms())) {
+    if (j == dim)
+      continue;
+    int64_t extent = buffer.getShape()[j];
+    if (form.constant != 0)
+      return false;
+    SmallVector<std::pair<int64_t, int64_t>> terms; // (coefficient, size)
+    for (unsigned d = 0; d < form.getNumDims(); ++d) {
+      if (!form.coeffs[d])
+        continue;
+      if (d <= e || !used.insert(d).second)
+        return false;
+      terms.push_back({form.coeffs[d], getEnclosingScope(first, d).getSize()});
+    }
+    llvm::sort(terms);
+    int64_t next = 1;
+    for (auto [coefficient, size] : terms) {
+      if (coefficient != next)
+        return false;
+      next *= size;
+    }
+    if (next != extent)
+      return false;
+  }
+  return true;
+}
+
 LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
                                           bool reuse, std::string &reason) {
   if (failed(requireTemporary(buffer, reason)))
@@ -158,6 +213,10 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
                                                 buffer.getShape()[dim]),
                                      reason)))
     return failure();
+  // A buffer that each iteration of S overwrites before using it carries
+  // no value across executions of S, whatever they share.
+  if (overwrittenFirst(buffer, dim, scope, accesses))
+    return success();
   for (unsigned k = 0; k < *depth; ++k) {
     std::string conflict;
     if (deps.mayConflict(ops, ops, k, {{k, /*aGreater=*/true}},
