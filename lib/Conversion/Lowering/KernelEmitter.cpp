@@ -305,6 +305,9 @@ Value KernelEmitter::load(AccessAttr access) {
     return emitVectorLoad(cast<VectorType>(vectorOf(scalar)), memref,
                           indices(access, 0), access);
   case Pattern::Scattered: {
+    if (transposesInRegisters())
+      if (Value block = loadTransposed(access))
+        return block;
     SmallVector<Value> elements;
     for (int64_t lane = 0; lane < lanes.width; ++lane)
       elements.push_back(
@@ -318,6 +321,91 @@ Value KernelEmitter::load(AccessAttr access) {
   }
   }
   llvm_unreachable("unknown pattern");
+}
+
+Value KernelEmitter::loadTransposed(AccessAttr access) {
+  int64_t width = lanes.width;
+  auto around = lanes.scope ? lanes.scope->getParentOfType<ScopeOp>()
+                            : ScopeOp();
+  if (!around || lanes.masked() || !llvm::isPowerOf2_64(width) ||
+      width < 2 || around.getMapping() != Mapping::unroll ||
+      int64_t(around.getSize()) != width)
+    return {};
+  unsigned u = around.getDepth(), v = lanes.depth;
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  SmallVector<LinearForm> forms(access.getLinearForms());
+  unsigned last = forms.size() - 1;
+  if (forms[last].coeff(u) != 1 || forms[last].coeff(v) != 0 ||
+      buffer.getReuse()[last] != 0 || isCollapsed(buffer, last))
+    return {};
+  unsigned laneDims = 0;
+  for (unsigned d = 0; d < last; ++d) {
+    if (forms[d].coeff(u))
+      return {};
+    if (int64_t c = forms[d].coeff(v)) {
+      if (c != 1)
+        return {};
+      ++laneDims;
+    }
+  }
+  if (laneDims != 1)
+    return {};
+  // Nothing under U may write the buffer: its block is read before U.
+  bool written = false;
+  around.walk([&](ComputeOp op) {
+    written |= bufferOf(op.getOut().getArray().getValue()) == buffer;
+  });
+  if (written)
+    return {};
+  auto loop = cast<scf::ForOp>(ivs[u].getParentBlock()->getParentOp());
+  auto key = std::make_pair(Attribute(access), loop.getOperation());
+  if (Value block = transposedBlocks.lookup(key))
+    return vector::ExtractOp::create(b, loc, block,
+                                     ArrayRef<OpFoldResult>{ivs[u]});
+
+  Type scalar = elementType(access.getArray().getValue());
+  auto rowType = VectorType::get({width}, scalar);
+  Value memref = memrefs.lookup(access.getArray().getValue());
+  Value block;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop);
+    // Row j: lane j's elements over U's iterations, contiguous.
+    Value iv = ivs[u];
+    ivs[u] = constantIndex(0);
+    SmallVector<Value> rows;
+    for (int64_t j = 0; j < width; ++j)
+      rows.push_back(
+          vector::LoadOp::create(b, loc, rowType, memref, indices(access, j)));
+    ivs[u] = iv;
+    // Swap the off-diagonal h x h blocks of every 2h x 2h block, for h =
+    // 1, 2, ..., W/2: the transpose.
+    for (int64_t h = 1; h < width; h *= 2) {
+      SmallVector<int64_t> low, high;
+      for (int64_t p = 0; p < width; ++p) {
+        bool upper = p & h;
+        low.push_back(upper ? width + p - h : p);
+        high.push_back(upper ? width + p : p + h);
+      }
+      for (int64_t i = 0; i < width; ++i) {
+        if (i & h)
+          continue;
+        Value top = rows[i], bottom = rows[i + h];
+        rows[i] = vector::ShuffleOp::create(b, loc, top, bottom, low);
+        rows[i + h] = vector::ShuffleOp::create(b, loc, top, bottom, high);
+      }
+    }
+    // Row u of the transpose is what iteration u of U reads.
+    auto blockType = VectorType::get({width, width}, scalar);
+    block = arith::ConstantOp::create(b, loc, blockType,
+                                      cast<TypedAttr>(b.getZeroAttr(blockType)));
+    for (int64_t i = 0; i < width; ++i)
+      block = vector::InsertOp::create(b, loc, rows[i], block,
+                                       ArrayRef<int64_t>{i});
+  }
+  transposedBlocks[key] = block;
+  return vector::ExtractOp::create(b, loc, block,
+                                   ArrayRef<OpFoldResult>{ivs[u]});
 }
 
 Value KernelEmitter::emitVectorLoad(VectorType type, Value memref,

@@ -181,6 +181,21 @@ protected:
   OffsetForm offsetForm(AccessAttr access);
 
   Value load(AccessAttr access);
+  /// Whether the target transposes blocks of a gathered operand in
+  /// registers (loadTransposed).
+  virtual bool transposesInRegisters() const { return false; }
+  /// A gathered read under an unrolled scope U of as many iterations as
+  /// there are lanes, right around the lanes, whose last index is U's
+  /// variable (coefficient 1) and whose lanes step along one other index
+  /// (a blocked transpose: `8:u 8:v y[i*8+{u},j*8+{v}]=x[j*8+{v},i*8+{u}]`):
+  /// the W x W block it reads over U's iterations is loaded once before
+  /// U, a row vector per lane, transposed in registers (W log2 W
+  /// shuffles), and each iteration of U takes its row, instead of W
+  /// scalar loads per iteration. Null where the pattern does not hold or
+  /// something under U writes the operand's buffer.
+  Value loadTransposed(AccessAttr access);
+  /// The transposed blocks loadTransposed built, by access and U's loop.
+  llvm::DenseMap<std::pair<Attribute, Operation *>, Value> transposedBlocks;
   /// Stores `value` (combined with the element for a reduction) into the
   /// output of `op`.
   void store(ComputeOp op, Value value);
