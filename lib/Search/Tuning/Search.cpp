@@ -1726,6 +1726,10 @@ public:
         !usesVariable(out, outer.getDepth()))
       return;
     unsigned k = q->reduction.getDepth(), t = tiles.getDepth();
+    // (Each move replaces the kernel: the scopes found here are used
+    // before the first one only.)
+    int64_t tileCount = tiles.getSize();
+    bool alone = llvm::hasSingleElement(outer.getBodyBlock());
     // The panel: an operand copied in T before the row tiles. The row
     // operand: read with k and S's variable, not T's.
     std::string panel, row;
@@ -1744,7 +1748,7 @@ public:
         row = array.str();
     }
     int64_t staged = 0;
-    if (!row.empty() && llvm::hasSingleElement(outer.getBodyBlock())) {
+    if (!row.empty() && alone) {
       size_t before = env.getMoves().size();
       std::string name = addCopy(id, t, row, "_stage");
       staged = name.empty() ? 0 : arrayBytes(name);
@@ -1756,7 +1760,7 @@ public:
       }
     }
     if (panel.empty() ||
-        staged + arrayBytes(panel) * tiles.getSize() > kStagedBytes)
+        staged + arrayBytes(panel) * tileCount > kStagedBytes)
       return;
     size_t before = env.getMoves().size();
     bool ok = apply(AddDimOp::make(bufferLoc(panel), /*position=*/0, t)) &&
