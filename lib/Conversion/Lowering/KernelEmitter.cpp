@@ -397,8 +397,8 @@ Value KernelEmitter::loadTransposed(AccessAttr access) {
     }
     // Row u of the transpose is what iteration u of U reads.
     auto blockType = VectorType::get({width, width}, scalar);
-    block = arith::ConstantOp::create(b, loc, blockType,
-                                      cast<TypedAttr>(b.getZeroAttr(blockType)));
+    block = arith::ConstantOp::create(
+        b, loc, blockType, cast<TypedAttr>(b.getZeroAttr(blockType)));
     for (int64_t i = 0; i < width; ++i)
       block = vector::InsertOp::create(b, loc, rows[i], block,
                                        ArrayRef<int64_t>{i});

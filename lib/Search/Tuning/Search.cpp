@@ -734,14 +734,8 @@ public:
       // gathered rows touch is read whole while it is in the cache: S is
       // tiled by the line, the line by the vector width, and both parts
       // sink to right above the lanes, the vector-wide one innermost.
-      int64_t elementBytes = 4;
-      for (BufferOp buffer : env.getKernel().getBuffers())
-        if (llvm::is_contained(
-                buffer.getArrays().getAsValueRange<StringAttr>(),
-                op.getOut().getArray().getValue()))
-          elementBytes = std::max<int64_t>(
-              1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
-      int64_t line = std::max<int64_t>(width, kLineBytes / elementBytes);
+      BufferOp out = bufferHolding(op.getOut().getArray().getValue());
+      int64_t line = std::max<int64_t>(width, kLineBytes / elementBytes(out));
       int64_t size = scopeAt(op, depth).getSize();
       bool wholeLines = line > width && line % width == 0 &&
                         size % line == 0 && size > line;
@@ -1625,19 +1619,28 @@ public:
       rollBackTo(before);
   }
 
+  /// The buffer holding `array`, or null.
+  BufferOp bufferHolding(StringRef array) {
+    for (BufferOp buffer : env.getKernel().getBuffers())
+      if (llvm::is_contained(buffer.getArrays().getAsValueRange<StringAttr>(),
+                             array))
+        return buffer;
+    return {};
+  }
+  /// The bytes of one element of `buffer` (at least 1).
+  static int64_t elementBytes(BufferOp buffer) {
+    return std::max<int64_t>(
+        1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
+  }
   /// The bytes that the buffer holding `array` stores.
   int64_t arrayBytes(StringRef array) {
-    for (BufferOp buffer : env.getKernel().getBuffers()) {
-      if (!llvm::is_contained(buffer.getArrays().getAsValueRange<StringAttr>(),
-                              array))
-        continue;
-      int64_t bytes = std::max<int64_t>(
-          1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
-      for (unsigned d = 0; d < buffer.getShape().size(); ++d)
-        bytes *= buffer.getStoredExtent(d);
-      return bytes;
-    }
-    return 0;
+    BufferOp buffer = bufferHolding(array);
+    if (!buffer)
+      return 0;
+    int64_t bytes = elementBytes(buffer);
+    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+      bytes *= buffer.getStoredExtent(d);
+    return bytes;
   }
 
   /// The last operation that writes `array` (a copy's one writer), or null.
