@@ -623,6 +623,25 @@ public:
   /// it scatters an input: a 2x2 max-pool's output columns read x at
   /// stride 2, yet vectors along them keep the maxima in the lanes, where
   /// vectors along the window would reduce two lanes at a time.
+  /// Whether `scope` and its only child `inner` hold one plain copy that
+  /// writes contiguously along `scope` and reads contiguously along
+  /// `inner` (a transposing copy, K_t[d, j] = K[j, d]): with `scope` inside,
+  /// the copy's stores are vectors and its reads gather, which
+  /// blockTransposes turns into blocks transposed in registers; with
+  /// `inner` inside, each lane would store one element.
+  bool transposingCopy(ScopeOp scope, ScopeOp inner) {
+    if (!onlyOperations(inner) || !llvm::hasSingleElement(inner.getBodyBlock()))
+      return false;
+    auto copy = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
+    if (!copy || copy.getKind() != OpKind::copy ||
+        copy.getReduction() != Reduction::none || copy.getInputs().size() != 1)
+      return false;
+    auto in = dyn_cast<AccessAttr>(copy.getInputs()[0]);
+    return in && writesContiguously(scope) &&
+           classify(in, inner.getDepth()) == AccessUse::Contiguous &&
+           int64_t(inner.getSize()) % target.vectorWidth == 0;
+  }
+
   void bringContiguousInward() {
     exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
@@ -630,6 +649,8 @@ public:
         return false;
       auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
       if (isWindow(inner) && writesContiguously(scope))
+        return true;
+      if (transposingCopy(scope, inner))
         return true;
       if (scatters(scope, scope.getDepth()))
         return false;
