@@ -332,6 +332,11 @@ Value KernelEmitter::loadTransposed(AccessAttr access) {
       int64_t(around.getSize()) != width)
     return {};
   unsigned u = around.getDepth(), v = lanes.depth;
+  auto loop = cast<scf::ForOp>(ivs[u].getParentBlock()->getParentOp());
+  auto key = std::make_pair(Attribute(access), loop.getOperation());
+  if (Value block = transposedBlocks.lookup(key))
+    return vector::ExtractOp::create(b, loc, block,
+                                     ArrayRef<OpFoldResult>{ivs[u]});
   BufferOp buffer = bufferOf(access.getArray().getValue());
   SmallVector<LinearForm> forms(access.getLinearForms());
   unsigned last = forms.size() - 1;
@@ -357,11 +362,6 @@ Value KernelEmitter::loadTransposed(AccessAttr access) {
   });
   if (written)
     return {};
-  auto loop = cast<scf::ForOp>(ivs[u].getParentBlock()->getParentOp());
-  auto key = std::make_pair(Attribute(access), loop.getOperation());
-  if (Value block = transposedBlocks.lookup(key))
-    return vector::ExtractOp::create(b, loc, block,
-                                     ArrayRef<OpFoldResult>{ivs[u]});
 
   Type scalar = elementType(access.getArray().getValue());
   auto rowType = VectorType::get({width}, scalar);

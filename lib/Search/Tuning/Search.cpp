@@ -609,6 +609,25 @@ public:
     return all;
   }
 
+  /// Whether `scope` and its only child `inner` hold one plain copy that
+  /// writes contiguously along `scope` and reads contiguously along
+  /// `inner` (a transposing copy, K_t[d, j] = K[j, d]): with `scope` inside,
+  /// the copy's stores are vectors and its reads gather, which
+  /// blockTransposes turns into blocks transposed in registers; with
+  /// `inner` inside, each lane would store one element.
+  bool transposingCopy(ScopeOp scope, ScopeOp inner) {
+    if (!llvm::hasSingleElement(inner.getBodyBlock()))
+      return false;
+    auto copy = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
+    if (!copy || copy.getKind() != OpKind::copy ||
+        copy.getReduction() != Reduction::none)
+      return false;
+    auto in = dyn_cast<AccessAttr>(copy.getInputs()[0]);
+    return in && writesContiguously(scope) &&
+           classify(in, inner.getDepth()) == AccessUse::Contiguous &&
+           int64_t(inner.getSize()) % target.vectorWidth == 0;
+  }
+
   /// Interchanges nested scopes so that the one along which the operations
   /// would vectorize better (contiguityScore) moves inward: matmul's j
   /// (C and B contiguous, A invariant) below its k (A contiguous, B
@@ -622,26 +641,9 @@ public:
   /// pooling window, whose variables the results do not use), even when
   /// it scatters an input: a 2x2 max-pool's output columns read x at
   /// stride 2, yet vectors along them keep the maxima in the lanes, where
-  /// vectors along the window would reduce two lanes at a time.
-  /// Whether `scope` and its only child `inner` hold one plain copy that
-  /// writes contiguously along `scope` and reads contiguously along
-  /// `inner` (a transposing copy, K_t[d, j] = K[j, d]): with `scope` inside,
-  /// the copy's stores are vectors and its reads gather, which
-  /// blockTransposes turns into blocks transposed in registers; with
-  /// `inner` inside, each lane would store one element.
-  bool transposingCopy(ScopeOp scope, ScopeOp inner) {
-    if (!onlyOperations(inner) || !llvm::hasSingleElement(inner.getBodyBlock()))
-      return false;
-    auto copy = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
-    if (!copy || copy.getKind() != OpKind::copy ||
-        copy.getReduction() != Reduction::none || copy.getInputs().size() != 1)
-      return false;
-    auto in = dyn_cast<AccessAttr>(copy.getInputs()[0]);
-    return in && writesContiguously(scope) &&
-           classify(in, inner.getDepth()) == AccessUse::Contiguous &&
-           int64_t(inner.getSize()) % target.vectorWidth == 0;
-  }
-
+  /// vectors along the window would reduce two lanes at a time. A
+  /// transposing copy moves its output's contiguous scope inward too
+  /// (transposingCopy).
   void bringContiguousInward() {
     exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
