@@ -45,6 +45,7 @@ says H100), the GPU and the versions.
 """
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -58,6 +59,14 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 def suite_kernels():
     kernels = os.path.join(ROOT, "kernels")
     return sorted(f[:-3] for f in os.listdir(kernels) if f.endswith(".pd"))
+
+
+def kernel_path(name):
+    """The file of kernel `name`: the suite's, else the unseen set's."""
+    path = os.path.join(ROOT, "kernels", name + ".pd")
+    if not os.path.exists(path):
+        path = os.path.join(ROOT, "kernels", "unseen", name + ".pd")
+    return path
 
 
 def tool(args, name):
@@ -161,10 +170,10 @@ def tune(args):
     on each; prints what to run on the GPU machine, or that all are done
     (their best moves in DIR/<kernel>.moves)."""
     names = args.kernels.split(",") if args.kernels else suite_kernels()
-    waiting = []
+    os.makedirs(args.dir, exist_ok=True)
+    waiting, failed = [], []
     for name in names:
-        command = [tool(args, "pd-tune"),
-                   os.path.join(ROOT, "kernels", name + ".pd"),
+        command = [tool(args, "pd-tune"), kernel_path(name),
                    "--target=cuda", "--strategy=anneal",
                    "--budget=%d" % args.budget,
                    "--generation=%d" % args.generation,
@@ -174,16 +183,27 @@ def tune(args):
                    "--plot=-", "--quiet"]
         if args.chip:
             command.append("--gpu-chip=" + args.chip)
+        if args.start_from:
+            command.append("--start-from=" + args.start_from)
+        if args.max_expected_mib:
+            command.append("--max-expected-mib=%d" % args.max_expected_mib)
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode == 3:
             folder = sorted(d for d in os.listdir(os.path.join(args.dir, name))
                             if d.startswith("gen-"))[-1]
             waiting.append(os.path.join(name, folder))
+            if args.ahead:
+                ahead = build_ahead(args, name, command)
+                if ahead:
+                    waiting.append(os.path.join(name, ahead))
         elif done.returncode != 0:
             print("gpu_suite: %s: %s" % (name, done.stderr.strip()),
                   file=sys.stderr)
+            failed.append(name)
         else:
             print("%s: done" % name, file=sys.stderr)
+    if failed:
+        sys.exit("gpu_suite: the searches of %s failed" % ", ".join(failed))
     if not waiting:
         print("every search is done; build with --tuned %s" % args.dir)
         return
@@ -192,12 +212,118 @@ def tune(args):
         print("  pd-gpu-run %s --results=%s/results.json" % (gen, gen))
 
 
-def time_torch_cuda(torch, fn, reps):
-    """Median ms of `fn` over `reps` runs, CUDA events, after a warm-up."""
+def build_ahead(args, name, command):
+    """Prefetches the generation after the waiting one, so that one trip to
+    the GPU machine measures two: in a scratch copy of the kernel's folder,
+    the waiting generation gets the fake runner's cost-model times
+    (test/Search/Inputs/fake-gpu-runner.py) as a guess, pd-tune writes the
+    next generation there, and its packages move to `ahead-NNN/` beside the
+    real generations. pd-tune reads the results of every generation folder
+    by package hash, so when the real times lead the search to the same
+    proposals, their measurements are there already; where they lead
+    elsewhere, the prefetched packages are measured for nothing. Returns the
+    folder's name, or None."""
+    import shutil
+    import tempfile
+    folder = os.path.join(args.dir, name)
+    waiting = sorted(d for d in os.listdir(folder) if d.startswith("gen-"))[-1]
+    fake = os.path.join(ROOT, "test", "Search", "Inputs",
+                        "fake-gpu-runner.py")
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = os.path.join(scratch, name)
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(
+            "ahead-*", "*.ptx", "expected"))
+        os.symlink(os.path.abspath(os.path.join(folder, "expected")),
+                   os.path.join(copy, "expected"))
+        subprocess.run([sys.executable, fake, "--results=" +
+                        os.path.join(copy, waiting, "results.json"),
+                        os.path.join(copy, waiting)], capture_output=True)
+        guess = [c for c in command if not c.startswith(("--remote=", "--db=",
+                                                         "--moves-output="))]
+        guess += ["--remote=" + copy, "--no-db"]
+        done = subprocess.run(guess, capture_output=True, text=True)
+        if done.returncode != 3:
+            return None
+        nxt = sorted(d for d in os.listdir(copy) if d.startswith("gen-"))[-1]
+        if nxt == waiting:
+            return None
+        ahead = "ahead-" + nxt[len("gen-"):]
+        target = os.path.join(folder, ahead)
+        if os.path.exists(target):
+            shutil.rmtree(target)
+        shutil.move(os.path.join(copy, nxt), target)
+        return ahead
+
+
+def lists(args):
+    """Sorts the packages of tune folders (and a `build` folder) into the
+    list files that bench/gpu_trip.sh runs on the GPU machine, by priority:
+    experts.txt (each search's first generation but the starting kernel,
+    and the built packages but the naive ones), ahead.txt (prefetched
+    generations), naive.txt (the starting kernels: a naive kernel runs on
+    one GPU thread, so they go last with a short time limit). Paths are
+    relative to the repository's root, where the trip runs."""
+    experts, naive, kernels = [], [], []
+    ahead_of = []  # per kernel, its prefetched packages
+    rel = lambda p: os.path.relpath(p, ROOT)
+    for tune_dir in args.tune:
+        for name in sorted(os.listdir(tune_dir)):
+            folder = os.path.join(tune_dir, name)
+            if not os.path.isfile(os.path.join(folder, "tuning.json")):
+                continue
+            kernels.append(name)
+            ahead_of.append([])
+            for gen in sorted(os.listdir(folder)):
+                path = os.path.join(folder, gen)
+                if gen.startswith("ahead-"):
+                    ahead_of[-1] += [rel(os.path.join(path, p))
+                                     for p in sorted(os.listdir(path))
+                                     if os.path.isdir(os.path.join(path, p))]
+                if not gen.startswith("gen-") or os.path.exists(
+                        os.path.join(path, "results.json")):
+                    continue
+                with open(os.path.join(path, "candidates.json")) as f:
+                    for c in json.load(f)["candidates"]:
+                        package = rel(os.path.join(path, c["package"]))
+                        (naive if not c["moves"] else experts).append(package)
+    for built in args.built:
+        with open(os.path.join(built, "manifest.json")) as f:
+            for m in json.load(f):
+                package = rel(os.path.join(built, m["package"]))
+                (naive if m["variant"] == "naive" else experts).append(package)
+    # Round-robin over the kernels, so that a trip cut short has measured
+    # some of every kernel's prefetched candidates.
+    ahead = [p for row in itertools.zip_longest(*ahead_of) for p in row if p]
+    os.makedirs(args.out, exist_ok=True)
+    for file, paths in (("experts.txt", experts), ("ahead.txt", ahead),
+                        ("naive.txt", naive)):
+        with open(os.path.join(args.out, file), "w") as f:
+            f.write("".join(p + "\n" for p in paths))
+    suite = [k for k in kernels if k in suite_kernels()]
+    with open(os.path.join(args.out, "torch-kernels.txt"), "w") as f:
+        f.write(",".join(suite + [k for k in kernels if k not in suite]))
+    print("%d expert, %d prefetched and %d naive packages listed in %s"
+          % (len(experts), len(ahead), len(naive), args.out))
+
+
+def time_torch_cuda(torch, fn, reps, flush=None):
+    """Median ms of `fn` over `reps` runs, CUDA events, after a warm-up;
+    `flush` (a tensor of twice the L2's size) is overwritten before each
+    run, as pd-gpu-run does, so that each starts with a cold L2."""
     fn()
+    if not torch.cuda.is_available():  # a dry run of this script on a CPU
+        import time
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
     torch.cuda.synchronize()
     times = []
-    for _ in range(reps):
+    for i in range(reps):
+        if flush is not None:
+            flush.fill_(i)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -206,6 +332,87 @@ def time_torch_cuda(torch, fn, reps):
         end.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times)
+
+
+def torch_times(args):
+    """PyTorch on this machine's GPU, for `run`'s table: per kernel, the
+    faster of eager and `out=` and torch.compile (default mode), FP32
+    throughout (TF32 off for matmul and cuDNN, as PerfDojo's kernels compute
+    in FP32); and the GPU's two ceilings, a device-to-device copy (bytes read
+    plus written) and an FP32 matrix product. Writes JSON to --out after each
+    kernel; stops starting kernels after --deadline seconds."""
+    import time
+    import torch
+    from compare_torch import shapes, torch_cases
+    began = time.time()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gpu = torch.cuda.is_available()
+    flush = None
+    if gpu:
+        torch.set_default_device("cuda")
+        props = torch.cuda.get_device_properties(0)
+        l2 = getattr(props, "L2_cache_size", 50 << 20) or (50 << 20)
+        flush = torch.empty(2 * l2 // 4, dtype=torch.float32)
+    out = {"torch": torch.__version__, "cuda": torch.version.cuda,
+           "device": torch.cuda.get_device_name(0) if gpu else "cpu (dry run)",
+           "kernels": {}}
+
+    def save():
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=2)
+
+    # Ceilings: a 1 GiB copy, and 8192^3 FP32 products.
+    a = torch.empty(1 << (28 if gpu else 22), dtype=torch.float32)
+    b = torch.empty_like(a)
+    ms = time_torch_cuda(torch, lambda: b.copy_(a), 20)
+    out["copy_gbs"] = 2 * a.numel() * 4 / (ms / 1e3) / 1e9
+    del a, b
+    n = 8192 if gpu else 512
+    x = torch.rand(n, n)
+    y = torch.rand(n, n)
+    ms = time_torch_cuda(torch, lambda: x @ y, 10)
+    out["sgemm_gflops"] = 2 * n ** 3 / (ms / 1e3) / 1e9
+    del x, y
+    save()
+    names = args.kernels.split(",") if args.kernels else suite_kernels()
+    for name in names:
+        if args.deadline and time.time() - began > args.deadline:
+            out.setdefault("skipped", []).append(name)
+            continue
+        entry = out["kernels"].setdefault(name, {})
+        try:
+            s = shapes(kernel_path(name))
+            eager, out_form = torch_cases(name, s, torch)
+            entry["eager_ms"] = time_torch_cuda(torch, eager, args.reps, flush)
+            if out_form:
+                entry["out_ms"] = time_torch_cuda(torch, out_form, args.reps,
+                                                  flush)
+            if args.compile:
+                t0 = time.time()
+                compiled = torch.compile(eager)
+                entry["compile_ms"] = time_torch_cuda(torch, compiled,
+                                                      args.reps, flush)
+                entry["compile_seconds"] = time.time() - t0
+        except Exception as e:  # a form this PyTorch cannot take
+            entry["error"] = "%s: %s" % (type(e).__name__, e)
+        print(name, entry, file=sys.stderr, flush=True)
+        save()
+    save()
+
+
+def load_torch(path):
+    """{kernel: (eager or out= ms, torch.compile ms)} from `torch`'s JSON."""
+    with open(path) as f:
+        data = json.load(f)
+    eager, compiled = {}, {}
+    for name, e in data["kernels"].items():
+        forms = [e[k] for k in ("eager_ms", "out_ms") if k in e]
+        if forms:
+            eager[name] = min(forms)
+        if "compile_ms" in e:
+            compiled[name] = e["compile_ms"]
+    return data, eager, compiled
 
 
 def run(args):
@@ -309,6 +516,30 @@ def main():
     t.add_argument("--build", default=os.path.join(ROOT, "build"))
     t.add_argument("--budget", type=int, default=64)
     t.add_argument("--generation", type=int, default=16)
+    t.add_argument("--ahead", action="store_true",
+                   help="also prefetch the next generation, guessing the "
+                   "waiting one's times with the fake runner's cost model")
+    t.add_argument("--max-expected-mib", type=int, default=1,
+                   help="pd-tune --max-expected-mib: larger expected "
+                   "outputs travel as a sample (keeps the folder small)")
+    t.add_argument("--start-from", default="",
+                   help="pd-tune --start-from (naive, greedy, expert)")
+    l = sub.add_parser("lists", help="sort tune folders' packages into "
+                       "bench/gpu_trip.sh's list files")
+    l.add_argument("--out", required=True)
+    l.add_argument("--tune", action="append", default=[],
+                   help="a `tune` folder (repeatable)")
+    l.add_argument("--built", action="append", default=[],
+                   help="a `build` folder (repeatable)")
+    p = sub.add_parser("torch", help="time PyTorch on this machine's GPU "
+                       "(JSON for run --torch-times)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--kernels", default="")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--compile", action="store_true",
+                   help="also torch.compile (default mode)")
+    p.add_argument("--deadline", type=float, default=0,
+                   help="seconds after which no further kernel starts")
     r = sub.add_parser("run", help="run them on this machine's GPU")
     r.add_argument("--peak-gbs", type=float, default=0)
     r.add_argument("--peak-gflops", type=float, default=0)
@@ -319,7 +550,8 @@ def main():
     r.add_argument("--reps", type=int, default=10)
     r.add_argument("--time-limit", type=int, default=120)
     args = parser.parse_args()
-    {"build": build, "tune": tune, "run": run}[args.command](args)
+    {"build": build, "tune": tune, "run": run, "lists": lists,
+     "torch": torch_times}[args.command](args)
 
 
 if __name__ == "__main__":

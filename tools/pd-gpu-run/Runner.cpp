@@ -13,6 +13,7 @@
 #include "Json.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +122,8 @@ private:
   uint64_t flushBytes = 0;
   EventHandle start = nullptr, end = nullptr;
   std::vector<EventHandle> launchDone;
+  /// Host seconds the checked run took.
+  double checkedSeconds = 0;
 };
 } // namespace
 
@@ -347,8 +350,12 @@ int PackageRun::run(bool timed, char *outputs) {
     return status;
   if (int status = prepareBuffers(timed))
     return status;
+  auto checkedStart = std::chrono::steady_clock::now();
   if (int status = checkedRun())
     return status;
+  checkedSeconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - checkedStart)
+                       .count();
 
   reporter.send(protocol::step, "copying the outputs to the host");
   std::string error;
@@ -365,16 +372,29 @@ int PackageRun::run(bool timed, char *outputs) {
   reporter.send(protocol::checked);
 
   if (timed) {
-    for (unsigned w = 0; w < settings.warmup; ++w)
+    // The host's clock bounds the runs by --time-budget (the checked run
+    // counts toward the warm-ups' quarter).
+    using Clock = std::chrono::steady_clock;
+    double budget = settings.timeBudgetSeconds;
+    auto spent = [since = Clock::now()] {
+      return std::chrono::duration<double>(Clock::now() - since).count();
+    };
+    for (unsigned w = 0; w < settings.warmup; ++w) {
+      if (budget > 0 && spent() + checkedSeconds > budget / 4)
+        break;
       if (int status = queuedRun("warm-up run " + std::to_string(w + 1) +
                                      " of " + std::to_string(settings.warmup),
                                  /*timed=*/false, w))
         return status;
-    for (unsigned r = 0; r < settings.repetitions; ++r)
+    }
+    for (unsigned r = 0; r < settings.repetitions; ++r) {
+      if (r > 0 && budget > 0 && spent() + checkedSeconds > budget)
+        break;
       if (int status = queuedRun("timed run " + std::to_string(r + 1) + " of " +
                                      std::to_string(settings.repetitions),
                                  /*timed=*/true, r))
         return status;
+    }
   }
   reporter.send(protocol::done);
   return 0;

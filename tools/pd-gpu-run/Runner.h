@@ -31,6 +31,11 @@ struct RunSettings {
   unsigned repetitions = 10;
   /// Before each timed run, overwrite a buffer of twice the L2 size.
   bool flushL2 = true;
+  /// Seconds of warm-up and timed runs a package may take (0: no bound).
+  /// A slow candidate of a search then costs a few of its runs, not
+  /// `warmup + repetitions`: warm-ups stop once they used a quarter of it,
+  /// timed runs once they used all of it, after at least one.
+  double timeBudgetSeconds = 0;
 };
 
 /// The lines the child writes to the parent, each "KEYWORD TEXT":

@@ -57,6 +57,11 @@ OPTIONS:
                         abandoned as a timeout (default 60; the other
                         steps, such as compiling the PTX, get at least a
                         minute)
+  --time-budget=SECONDS seconds the warm-up and timed runs of one package
+                        may take together (default: no bound): warm-ups
+                        stop after a quarter of it, timed runs after all of
+                        it (at least one), so that a slow candidate costs
+                        a few runs
   --results=FILE        write the results as JSON to FILE, rewritten after
                         each package ('-': stdout; the progress lines then
                         go to stderr)
@@ -142,7 +147,8 @@ static int parseOptions(int argc, char **argv, Options &options) {
     }
     static const char *const valued[] = {
         "warmup",      "repetitions", "time-limit", "results", "dump-outputs",
-        "dump-inputs", "check",       "device",     "api",     "test-round"};
+        "dump-inputs", "check",       "device",     "api",     "test-round",
+        "time-budget"};
     bool takesValue = std::find_if(std::begin(valued), std::end(valued),
                                    [&](const char *v) { return name == v; }) !=
                       std::end(valued);
@@ -179,7 +185,7 @@ static int parseOptions(int argc, char **argv, Options &options) {
                           ": expected a non-negative integer, found '" + value +
                           "'");
       options.evaluation.settings.device = int(number);
-    } else if (name == "time-limit") {
+    } else if (name == "time-limit" || name == "time-budget") {
       char *end = nullptr;
       double seconds = std::strtod(value.c_str(), &end);
       if (value.empty() || *end || !std::isfinite(seconds) || seconds <= 0 ||
@@ -187,7 +193,9 @@ static int parseOptions(int argc, char **argv, Options &options) {
         return usageError(option +
                           ": expected a positive number of seconds, found '" +
                           value + "'");
-      options.evaluation.timeLimitSeconds = seconds;
+      (name == "time-limit" ? options.evaluation.timeLimitSeconds
+                            : options.evaluation.settings.timeBudgetSeconds) =
+          seconds;
     } else if (name == "results") {
       if (value.empty())
         return usageError(option + ": expected a file name, found ''");

@@ -19,6 +19,7 @@
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -597,6 +598,12 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
   Block &entry = func.getBody().front();
   for (auto [buffer, argument] : llvm::zip(global, func.getArguments()))
     bindArrays(buffer, argument);
+  // Shared buffers are laid out one after another: each starts at 16
+  // bytes, the widest vector access (a 4-byte buffer before a vectorized
+  // one otherwise misaligns its 16-byte loads and stores).
+  for (unsigned i = 0; i < shared.size(); ++i)
+    func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                     b.getI64IntegerAttr(16));
   for (auto [buffer, attribution] :
        llvm::zip(shared, func.getWorkgroupAttributions()))
     bindArrays(buffer, attribution);

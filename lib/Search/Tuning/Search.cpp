@@ -2300,6 +2300,185 @@ public:
     }
   }
 
+  /// Register tiles of a product on a GPU: for a nest whose independent
+  /// scopes enclose only reductions around one product (matmul's i, j
+  /// around k; a convolution's n, k, h, w around c, r, s), a thread
+  /// computes TM rows x TN columns of the output, accumulated in registers
+  /// through the reductions, so that each value it loads serves several
+  /// multiply-adds (TM + TN loads for TM x TN of them, where a thread per
+  /// output needs two loads for each). The columns J are the scope along
+  /// which the output is contiguous; the rows I an independent scope that
+  /// indexes the output but not the operand read along J (matmul's i, a
+  /// convolution's output channel), so that a warp's threads, consecutive
+  /// along J, read that operand coalesced and the other one at a single
+  /// address. The nest becomes
+  ///   grid: the other independent scopes, I / (TI TM), J / (TJ TN);
+  ///   block: TI x TJ threads (TJ 32 or 16 consecutive columns);
+  ///   the reductions; unrolled: TM rows, TN columns strided by TJ;
+  /// TM from 8, 4, 2 and TN from 4, 2: the largest tile that divides the
+  /// scopes and leaves at least kTiledThreads threads. Returns whether it
+  /// did; nothing changes otherwise.
+  static constexpr int64_t kTiledThreads = 1 << 14;
+  bool tileProductForGPU(unsigned index) {
+    ScopeOp top = topScope(index);
+    if (!top)
+      return false;
+    SmallVector<ScopeOp> chain = perfectChain(top);
+    // The initialization of the outputs may share the independent scopes
+    // (fused): `init; reductions { product }` under the last of them.
+    ComputeOp init;
+    Block *last = &chain.back().getBodyBlock();
+    if (last->getOperations().size() == 2 && isa<ComputeOp>(last->front()) &&
+        isa<ScopeOp>(last->back())) {
+      init = cast<ComputeOp>(last->front());
+      size_t outer = chain.size();
+      chain.append(perfectChain(cast<ScopeOp>(last->back())));
+      if (init.getReduction() != Reduction::none ||
+          init.getOut() != cast<ComputeOp>(chain.back().getBodyBlock().front())
+                               .getOut() ||
+          llvm::any_of(ArrayRef<ScopeOp>(chain).drop_front(outer),
+                       [&](ScopeOp s) { return independent(s); }))
+        return false;
+    }
+    auto op = dyn_cast<ComputeOp>(chain.back().getBodyBlock().front());
+    if (!op || !llvm::hasSingleElement(chain.back().getBodyBlock()) ||
+        !isProduct(op))
+      return false;
+    size_t prefix = 0;
+    while (prefix < chain.size() && independent(chain[prefix]))
+      ++prefix;
+    if (prefix < 2 || prefix == chain.size() ||
+        (init && init->getParentOp() != chain[prefix - 1]))
+      return false;
+    SmallVector<LinearForm> out(op.getOut().getLinearForms());
+    for (size_t d = prefix; d < chain.size(); ++d)
+      if (usesVariable(out, d))
+        return false; // every scope below the prefix a reduction
+    // J: the innermost scope along which the output is contiguous.
+    std::optional<unsigned> jDepth, iDepth;
+    for (unsigned d = 0; d < prefix; ++d)
+      if (out.back().coeff(d) == 1)
+        jDepth = d;
+    if (!jDepth)
+      return false;
+    SmallVector<SmallVector<LinearForm>> inputs;
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        inputs.push_back(SmallVector<LinearForm>(access.getLinearForms()));
+    // I: an output scope that no operand read along J uses.
+    for (unsigned d = 0; d < prefix; ++d) {
+      if (d == *jDepth || !usesVariable(out, d) || out.back().coeff(d))
+        continue;
+      bool shared = llvm::none_of(inputs, [&](ArrayRef<LinearForm> in) {
+        return usesVariable(in, *jDepth) && usesVariable(in, d);
+      });
+      if (shared)
+        iDepth = d;
+    }
+    if (!iDepth)
+      return false;
+    int64_t iSize = chain[*iDepth].getSize(), jSize = chain[*jDepth].getSize();
+    int64_t outputs = iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
+    int64_t tj = jSize % 32 == 0 ? 32 : jSize % 16 == 0 ? 16 : 0;
+    if (!tj)
+      return false;
+    int64_t ti = 256 / tj;
+    while (ti > 1 && iSize % ti)
+      ti /= 2;
+    int64_t tm = 1, tn = 1;
+    for (int64_t m : {8, 4, 2, 1})
+      for (int64_t n : {4, 2, 1}) {
+        if (iSize % (ti * m) || jSize % (tj * n) ||
+            outputs / (m * n) < kTiledThreads || m * n <= tm * tn)
+          continue;
+        tm = m;
+        tn = n;
+      }
+    if (tm * tn == 1)
+      return false;
+
+    size_t before = env.getMoves().size();
+    std::string id = scopeLocation(op, 0);
+    std::string initId = init ? scopeLocation(init, 0) : "";
+    auto at = [&](unsigned depth) { return scopeLoc(*findOpAt(id), depth); };
+    // The prefix's scopes by role, outermost first; I and J brought to
+    // its end (adjacent swaps of independent scopes).
+    enum Role { Other, IO, JO, IT, JT, Red, IR, JR };
+    SmallVector<Role> roles;
+    for (size_t d = 0; d < chain.size(); ++d)
+      roles.push_back(d >= prefix        ? Red
+                      : d == *iDepth ? IT
+                      : d == *jDepth ? JT
+                                     : Other);
+    // Sorts `roles` into `order` by adjacent swaps, each a move.
+    auto sortInto = [&](ArrayRef<Role> rank) {
+      auto key = [&](Role r) {
+        return llvm::find(rank, r) - rank.begin();
+      };
+      for (size_t pass = 0; pass < roles.size(); ++pass)
+        for (size_t d = 0; d + 1 < roles.size(); ++d)
+          if (key(roles[d]) > key(roles[d + 1])) {
+            if (!findOpAt(id) ||
+                !apply(SwapNestedScopesOp::make(at(unsigned(d)))))
+              return false;
+            std::swap(roles[d], roles[d + 1]);
+          }
+      return true;
+    };
+    bool ok = sortInto({Other, IT, JT, Red});
+    // Tiles: I -> IO x IT x IR, J -> JO x JR x JT.
+    auto tile = [&](Role whole, int64_t size, int64_t inner, Role outer,
+                    Role innerRole) {
+      if (!ok || inner == 1)
+        return;
+      if (inner == size) {
+        *llvm::find(roles, whole) = innerRole;
+        return;
+      }
+      unsigned d = unsigned(llvm::find(roles, whole) - roles.begin());
+      ok = apply(TileScopeOp::make(at(d), inner));
+      if (ok) {
+        roles[d] = outer;
+        roles.insert(roles.begin() + d + 1, innerRole);
+      }
+    };
+    // I: rows of a thread innermost, then the threads, then the grid.
+    tile(IT, iSize, tm, IT, IR);
+    tile(IT, iSize / tm, ti, IO, IT);
+    // J: threads innermost (consecutive threads, consecutive columns),
+    // then a thread's columns, then the grid.
+    tile(JT, jSize, tj, JR, JT);
+    tile(JR, jSize / tj, tn, JO, JR);
+    ok = ok && sortInto({Other, IO, JO, IT, JT, IR, JR, Red});
+    // A fused initialization keeps the thread's rows and columns, the
+    // product's go below the reductions: the two split apart there.
+    auto depthOf = [&](Role r) {
+      return unsigned(llvm::find(roles, r) - roles.begin());
+    };
+    for (Role r : {JR, IR})
+      if (ok && init && llvm::is_contained(roles, r))
+        ok = isolate(id, depthOf(r));
+    ok = ok && sortInto({Other, IO, JO, IT, JT, Red, IR, JR});
+    for (size_t d = 0; ok && d < roles.size(); ++d) {
+      Role r = roles[d];
+      if (r == Other || r == IO || r == JO)
+        ok = apply(GpuGridOp::make(at(unsigned(d))));
+      else if (r == IT || r == JT)
+        ok = apply(GpuBlockOp::make(at(unsigned(d))));
+      else if (r == IR || r == JR)
+        ok = apply(UnrollOp::make(at(unsigned(d))));
+    }
+    // The initialization's rows and columns, right below the threads.
+    if (ok && init)
+      for (Role r : {IR, JR})
+        if (llvm::is_contained(roles, r))
+          ok = apply(UnrollOp::make(scopeLoc(
+              *findOpAt(initId), depthOf(JT) + 1 + (r == JR && llvm::is_contained(roles, IR)))));
+    if (!ok)
+      rollBackTo(before);
+    return ok;
+  }
+
   /// The GPU expert: fusion and layout as the CPU expert prepares them,
   /// then every top-level nest mapped (mapNestForGPU).
   void gpuExpert() {
@@ -2307,7 +2486,8 @@ public:
     alignForFusion();
     naive(/*keepProducts=*/true);
     for (unsigned index = 0; topScope(index); ++index)
-      mapNestForGPU(index);
+      if (!tileProductForGPU(index))
+        mapNestForGPU(index);
   }
 
   Environment &env;
