@@ -45,7 +45,9 @@ says H100), the GPU and the versions.
 """
 
 import argparse
+import collections
 import itertools
+import math
 import json
 import os
 import statistics
@@ -187,6 +189,8 @@ def tune(args):
             command.append("--start-from=" + args.start_from)
         if args.max_expected_mib:
             command.append("--max-expected-mib=%d" % args.max_expected_mib)
+        if name in args.interpret.split(","):
+            command.append("--check-against=interpreter")
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode == 3:
             folder = sorted(d for d in os.listdir(os.path.join(args.dir, name))
@@ -253,6 +257,95 @@ def build_ahead(args, name, command):
             shutil.rmtree(target)
         shutil.move(os.path.join(copy, nxt), target)
         return ahead
+
+
+def report(args):
+    """The table of a trip (bench/gpu_trip.sh) for docs/Benchmarks.md: per
+    kernel of the tune folders, the GPU expert's time, the best checked
+    program measured (expert or any candidate of its search), PyTorch's
+    faster of eager and `out=` and torch.compile (the least of CUDA events
+    and CUDA graph replays), the ratio PyTorch / PerfDojo (> 1: PerfDojo
+    faster), and the best program's share of the measured copy bandwidth
+    and FP32 matrix-product rate."""
+    results = {}
+    for path in args.results:
+        with open(path) as f:
+            data = json.load(f)
+        device = data.get("device") or {}
+        for r in data["results"]:
+            results[r["package"].rstrip("/")] = r
+    with open(args.torch_json) as f:
+        torch = json.load(f)
+    copy, sgemm = torch.get("copy_gbs"), torch.get("sgemm_gflops")
+    rows, ratios, suite_ratios = [], [], []
+    suite = suite_kernels()
+    for tune_dir in args.tune:
+        for name in sorted(os.listdir(tune_dir)):
+            folder = os.path.join(tune_dir, name)
+            if not os.path.isfile(os.path.join(folder, "tuning.json")):
+                continue
+            with open(os.path.join(folder, "tuning.json")) as f:
+                cost = json.load(f)
+            with open(os.path.join(folder, "gen-000", "candidates.json")) as f:
+                first = json.load(f)["candidates"]
+            expert = [c for c in first if c["moves"]]
+            # Packages by their path from the tune folder's name on
+            # (tune/softmax/gen-000/<hash>), wherever the folder lies now.
+            prefix = os.path.join(os.path.basename(os.path.normpath(
+                tune_dir)), name)
+            mine = {p[p.index(prefix + "/"):]: r for p, r in results.items()
+                    if "/" + prefix + "/" in "/" + p}
+            def ms(r):
+                return r["median_ms"] if r and r.get("status") == "ok" \
+                    else None
+            e = mine.get("%s/gen-000/%s" % (prefix, expert[-1]["package"])) \
+                if expert else None
+            ok = [r for r in mine.values() if ms(r) is not None]
+            best = min(ok, key=ms) if ok else None
+            failed = collections.Counter(r["status"] for r in mine.values()
+                                         if ms(r) is None)
+            t = torch["kernels"].get(name, {})
+            eager = [t[k] for k in ("eager_ms", "out_ms", "eager_graph_ms",
+                                    "out_graph_ms") if k in t]
+            compiled = [t[k] for k in ("compile_ms", "compile_graph_ms")
+                        if k in t]
+            peer = min(eager + compiled) if eager + compiled else None
+            ratio = peer / ms(best) if peer and best else None
+            if ratio:
+                ratios.append(ratio)
+                if name in suite:
+                    suite_ratios.append(ratio)
+            bw = fl = ""
+            if best and copy:
+                bw = "%.0f" % (100 * cost["bytes"] / (ms(best) / 1e3) / 1e9
+                               / copy)
+            if best and sgemm and cost.get("flops"):
+                fl = "%.1f" % (100 * cost["flops"] / (ms(best) / 1e3) / 1e9
+                               / sgemm)
+            f = lambda v: "%.4g" % v if v else "-"
+            notes = ", ".join("%d %s" % (n, s) for s, n in failed.items())
+            rows.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |"
+                        % (name, f(ms(e)) if e else (e or {}).get("status",
+                                                                  "-"),
+                           f(ms(best)), len(mine), f(min(eager) if eager
+                                                     else None),
+                           f(min(compiled) if compiled else None),
+                           "%.2f" % ratio if ratio else "-", bw, fl, notes))
+    print("GPU: %s; PyTorch %s (CUDA %s); copy %.0f GB/s (read + write), "
+          "FP32 matrix product %.0f GFLOP/s, both measured by PyTorch there\n"
+          % (torch.get("device"), torch.get("torch"), torch.get("cuda"),
+             copy or 0, sgemm or 0))
+    print("| kernel | expert ms | best ms | measured | PyTorch eager ms | "
+          "torch.compile ms | ratio | % copy BW | % FP32 | not ok |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    geo = lambda v: math.exp(sum(math.log(x) for x in v) / len(v))
+    if suite_ratios:
+        print("\ngeometric mean of the ratios, suite (%d kernels): %.2f"
+              % (len(suite_ratios), geo(suite_ratios)))
+    if ratios:
+        print("geometric mean of the ratios, all (%d kernels): %.2f"
+              % (len(ratios), geo(ratios)))
 
 
 def lists(args):
@@ -394,6 +487,27 @@ def torch_times(args):
                 entry["compile_ms"] = time_torch_cuda(torch, compiled,
                                                       args.reps, flush)
                 entry["compile_seconds"] = time.time() - t0
+            if args.graphs and gpu:
+                # Replays of CUDA graphs: the GPU's time without the
+                # host's (Python, dispatch, torch.compile's guards), which
+                # pd-gpu-run's own launches do not pay either.
+                for key, fn in (("eager_graph_ms", eager),
+                                ("out_graph_ms", out_form),
+                                ("compile_graph_ms",
+                                 compiled if args.compile else None)):
+                    if fn is None:
+                        continue
+                    try:
+                        fn()
+                        torch.cuda.synchronize()
+                        graph = torch.cuda.CUDAGraph()
+                        with torch.cuda.graph(graph):
+                            fn()
+                        entry[key] = time_torch_cuda(torch, graph.replay,
+                                                     args.reps, flush)
+                    except Exception as e:
+                        entry[key + "_error"] = "%s: %s" % (type(e).__name__,
+                                                            e)
         except Exception as e:  # a form this PyTorch cannot take
             entry["error"] = "%s: %s" % (type(e).__name__, e)
         print(name, entry, file=sys.stderr, flush=True)
@@ -522,8 +636,17 @@ def main():
     t.add_argument("--max-expected-mib", type=int, default=1,
                    help="pd-tune --max-expected-mib: larger expected "
                    "outputs travel as a sample (keeps the folder small)")
+    t.add_argument("--interpret", default="",
+                   help="kernels whose candidates check against the float64 "
+                   "interpreter, not the kernel compiled in float32 (long "
+                   "reductions, whose float32 sums drift)")
     t.add_argument("--start-from", default="",
                    help="pd-tune --start-from (naive, greedy, expert)")
+    q = sub.add_parser("report", help="a trip's table (Markdown)")
+    q.add_argument("--tune", action="append", default=[])
+    q.add_argument("--results", action="append", default=[],
+                   help="pd-gpu-run results JSON (repeatable)")
+    q.add_argument("--torch-json", required=True)
     l = sub.add_parser("lists", help="sort tune folders' packages into "
                        "bench/gpu_trip.sh's list files")
     l.add_argument("--out", required=True)
@@ -538,6 +661,8 @@ def main():
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--compile", action="store_true",
                    help="also torch.compile (default mode)")
+    p.add_argument("--graphs", action="store_true",
+                   help="also time each form as a CUDA graph's replay")
     p.add_argument("--deadline", type=float, default=0,
                    help="seconds after which no further kernel starts")
     r = sub.add_parser("run", help="run them on this machine's GPU")
@@ -551,7 +676,7 @@ def main():
     r.add_argument("--time-limit", type=int, default=120)
     args = parser.parse_args()
     {"build": build, "tune": tune, "run": run, "lists": lists,
-     "torch": torch_times}[args.command](args)
+     "torch": torch_times, "report": report}[args.command](args)
 
 
 if __name__ == "__main__":

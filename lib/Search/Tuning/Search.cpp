@@ -2082,14 +2082,27 @@ public:
   /// threads (consecutive threads, consecutive elements: coalesced), the
   /// outer part a loop (`outerToGrid`: a grid scope). Returns whether it
   /// did; nothing changes otherwise.
-  bool spreadOverThreads(ScopeOp scope, bool outerToGrid) {
+  bool spreadOverThreads(ScopeOp scope, bool outerToGrid,
+                         bool vectorize = true) {
     size_t before = env.getMoves().size();
     MoveLocation loc = locate(scope);
     unsigned depth = scope.getDepth();
     int64_t size = scope.getSize();
-    if (vectorizeGPU(scope))
+    bool vectorized = vectorize && vectorizeGPU(scope);
+    if (vectorized)
       size /= target.vectorWidth;
     int64_t threads = threadsFor(size);
+    // A grid of 3 scopes already (a GPU's most): the whole scope on the
+    // threads where a block can hold it, else its outer part a loop.
+    unsigned grids = 0;
+    for (auto s = scope->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>())
+      grids += s.getMapping() == Mapping::grid;
+    if (outerToGrid && grids >= 3) {
+      outerToGrid = false;
+      if (size <= target.maxThreadsPerBlock)
+        threads = size;
+    }
     bool ok = true;
     if (threads < size) {
       ok = apply(TileScopeOp::make(atDepth(loc, depth), threads));
@@ -2098,9 +2111,46 @@ public:
       ++depth;
     }
     ok = ok && apply(GpuBlockOp::make(atDepth(loc, depth)));
-    if (!ok)
+    if (!ok) {
       rollBackTo(before);
+      // The vectors' threads may not match the block's other loops (a
+      // batch norm's rows of 40: 10 threads of vectors beside 40): the
+      // scope's elements one a thread instead.
+      if (vectorized)
+        return spreadOverThreads(scopeAt(loc), outerToGrid,
+                                 /*vectorize=*/false);
+    }
     return ok;
+  }
+
+  /// For a reduction over several scopes (a batch norm's n, h, w): the
+  /// innermost tiled so that its inner part is a block's threads (thread t
+  /// reads t, t + threads, ...: coalesced), that part brought to the top of
+  /// the nest, so that split_reduction there gives each thread one partial
+  /// result over the whole nest (combined once, not once per row). Returns
+  /// the scope to split (the nest's only scope, or where the moves are
+  /// refused, its innermost).
+  ScopeOp threadsAtTop(ArrayRef<ScopeOp> nest) {
+    ScopeOp innermost = nest.back();
+    if (nest.size() < 2)
+      return innermost;
+    int64_t size = innermost.getSize(), threads = threadsFor(size);
+    if (threads < target.warpSize)
+      return innermost;
+    size_t before = env.getMoves().size();
+    MoveLocation at = locate(innermost);
+    unsigned top = ScopeOp(nest.front()).getDepth(), depth = innermost.getDepth();
+    bool ok = true;
+    if (threads < size)
+      ok = apply(TileScopeOp::make(at, threads));
+    unsigned t = threads < size ? depth + 1 : depth;
+    for (; ok && t > top; --t)
+      ok = apply(SwapNestedScopesOp::make(atDepth(at, t - 1)));
+    if (!ok) {
+      rollBackTo(before);
+      return scopeAt(at);
+    }
+    return scopeAt(atDepth(at, top));
   }
 
   /// Splits the reduction in `scope` (a scope holding one reduction, into
@@ -2295,61 +2345,70 @@ public:
         (void)spreadOverThreads(deepest, /*outerToGrid=*/false);
         continue;
       }
-      if (splitOverThreads(nest.back()))
+      if (splitOverThreads(threadsAtTop(nest)))
         child += 2; // past the partials and the combine
     }
   }
 
-  /// Register tiles of a product on a GPU: for a nest whose independent
-  /// scopes enclose only reductions around one product (matmul's i, j
-  /// around k; a convolution's n, k, h, w around c, r, s), a thread
-  /// computes TM rows x TN columns of the output, accumulated in registers
-  /// through the reductions, so that each value it loads serves several
-  /// multiply-adds (TM + TN loads for TM x TN of them, where a thread per
-  /// output needs two loads for each). The columns J are the scope along
-  /// which the output is contiguous; the rows I an independent scope that
-  /// indexes the output but not the operand read along J (matmul's i, a
+  /// Register tiles of products on a GPU: for a nest of independent
+  /// scopes around one product (matmul's i, j around k; a convolution's n,
+  /// k, h, w around c, r, s), or around a body that holds products beside
+  /// element-wise operations (an initialization, a GEMM's epilogue, SwiGLU's
+  /// two products and their gate), a thread computes TM rows x TN columns
+  /// of the outputs, the products' accumulated in registers through their
+  /// reductions, so that each value it loads serves several multiply-adds
+  /// (TM + TN loads for TM x TN of them, where a thread per output needs two
+  /// loads for each). The columns J are the scope along which the first
+  /// product's output is contiguous; the rows I an independent scope that
+  /// indexes that output but not the operand read along J (matmul's i, a
   /// convolution's output channel), so that a warp's threads, consecutive
   /// along J, read that operand coalesced and the other one at a single
   /// address. The nest becomes
   ///   grid: the other independent scopes, I / (TI TM), J / (TJ TN);
-  ///   block: TI x TJ threads (TJ 32 or 16 consecutive columns);
-  ///   the reductions; unrolled: TM rows, TN columns strided by TJ;
+  ///   block: TI x TJ threads (TJ 32 or 16 consecutive columns, else a
+  ///   divisor of the columns from 16 to 64);
+  ///   per part of the body: a product's reductions, then TM rows and TN
+  ///   columns (strided by TJ), unrolled;
   /// TM from 8, 4, 2 and TN from 4, 2: the largest tile that divides the
-  /// scopes and leaves at least kTiledThreads threads. Returns whether it
-  /// did; nothing changes otherwise.
-  static constexpr int64_t kTiledThreads = 1 << 14;
+  /// scopes, keeps the grid within 3 scopes and leaves at least
+  /// kEnoughThreads threads. Returns whether it did; nothing changes
+  /// otherwise.
   bool tileProductForGPU(unsigned index) {
     ScopeOp top = topScope(index);
     if (!top)
       return false;
     SmallVector<ScopeOp> chain = perfectChain(top);
-    // The initialization of the outputs may share the independent scopes
-    // (fused): `init; reductions { product }` under the last of them.
-    ComputeOp init;
-    Block *last = &chain.back().getBodyBlock();
-    if (last->getOperations().size() == 2 && isa<ComputeOp>(last->front()) &&
-        isa<ScopeOp>(last->back())) {
-      init = cast<ComputeOp>(last->front());
-      size_t outer = chain.size();
-      chain.append(perfectChain(cast<ScopeOp>(last->back())));
-      if (init.getReduction() != Reduction::none ||
-          init.getOut() != cast<ComputeOp>(chain.back().getBodyBlock().front())
-                               .getOut() ||
-          llvm::any_of(ArrayRef<ScopeOp>(chain).drop_front(outer),
-                       [&](ScopeOp s) { return independent(s); }))
-        return false;
-    }
-    auto op = dyn_cast<ComputeOp>(chain.back().getBodyBlock().front());
-    if (!op || !llvm::hasSingleElement(chain.back().getBodyBlock()) ||
-        !isProduct(op))
-      return false;
+    Block *body = &chain.back().getBodyBlock();
+    // The products: one op at the bottom of the chain, or the reduction
+    // nests among the last scope's children.
+    SmallVector<ComputeOp> products;
     size_t prefix = 0;
-    while (prefix < chain.size() && independent(chain[prefix]))
-      ++prefix;
-    if (prefix < 2 || prefix == chain.size() ||
-        (init && init->getParentOp() != chain[prefix - 1]))
+    if (llvm::hasSingleElement(*body) && isa<ComputeOp>(body->front())) {
+      while (prefix < chain.size() && independent(chain[prefix]))
+        ++prefix;
+      products.push_back(cast<ComputeOp>(body->front()));
+      if (prefix == chain.size())
+        return false; // no reduction: element-wise
+    } else {
+      for (ScopeOp s : chain)
+        if (!independent(s))
+          return false;
+      prefix = chain.size();
+      for (Operation &child : *body) {
+        auto nest = dyn_cast<ScopeOp>(child);
+        if (!nest)
+          continue;
+        SmallVector<ScopeOp> inner = perfectChain(nest);
+        auto op = dyn_cast<ComputeOp>(inner.back().getBodyBlock().front());
+        if (!op || !llvm::hasSingleElement(inner.back().getBodyBlock()) ||
+            llvm::any_of(inner, [&](ScopeOp s) { return independent(s); }))
+          return false;
+        products.push_back(op);
+      }
+    }
+    if (products.empty() || prefix < 2 || !isProduct(products.front()))
       return false;
+    ComputeOp op = products.front();
     SmallVector<LinearForm> out(op.getOut().getLinearForms());
     for (size_t d = prefix; d < chain.size(); ++d)
       if (usesVariable(out, d))
@@ -2379,30 +2438,47 @@ public:
       return false;
     int64_t iSize = chain[*iDepth].getSize(), jSize = chain[*jDepth].getSize();
     int64_t outputs = iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
-    int64_t tj = jSize % 32 == 0 ? 32 : jSize % 16 == 0 ? 16 : 0;
-    if (!tj)
-      return false;
-    int64_t ti = 256 / tj;
-    while (ti > 1 && iSize % ti)
-      ti /= 2;
-    int64_t tm = 1, tn = 1;
+    // Threads along J for TN columns each: 32 or 16, else the largest
+    // divisor from 16 to 64 (0: none).
+    auto threadsAlongJ = [&](int64_t n) -> int64_t {
+      if (jSize % n)
+        return 0;
+      int64_t columns = jSize / n;
+      for (int64_t t : {32, 16})
+        if (columns % t == 0)
+          return t;
+      for (int64_t t = std::min<int64_t>(64, columns); t >= 16; --t)
+        if (columns % t == 0)
+          return t;
+      return 0;
+    };
+    int64_t others = int64_t(prefix) - 2;
+    int64_t tm = 1, tn = 1, ti = 1, tj = 0;
     for (int64_t m : {8, 4, 2, 1})
       for (int64_t n : {4, 2, 1}) {
-        if (iSize % (ti * m) || jSize % (tj * n) ||
-            outputs / (m * n) < kTiledThreads || m * n <= tm * tn)
+        int64_t t = threadsAlongJ(n);
+        if (!t || m * n <= tm * tn || outputs / (m * n) < kEnoughThreads ||
+            iSize % m)
           continue;
-        tm = m;
-        tn = n;
+        int64_t rows = 1;
+        while (rows * 2 * t <= 256 && (iSize / m) % (rows * 2) == 0)
+          rows *= 2;
+        int64_t grid = others + (iSize / m / rows > 1) + (jSize / n / t > 1);
+        if (grid > 3)
+          continue;
+        tm = m, tn = n, ti = rows, tj = t;
       }
     if (tm * tn == 1)
       return false;
 
     size_t before = env.getMoves().size();
-    std::string id = scopeLocation(op, 0);
-    std::string initId = init ? scopeLocation(init, 0) : "";
+    // Operations are named by location: moves replace the kernel.
+    SmallVector<std::string> productIds;
+    for (ComputeOp product : products)
+      productIds.push_back(scopeLocation(product, 0));
+    std::string id = productIds.front();
     auto at = [&](unsigned depth) { return scopeLoc(*findOpAt(id), depth); };
-    // The prefix's scopes by role, outermost first; I and J brought to
-    // its end (adjacent swaps of independent scopes).
+    // The roles of the first product's scopes, outermost first.
     enum Role { Other, IO, JO, IT, JT, Red, IR, JR };
     SmallVector<Role> roles;
     for (size_t d = 0; d < chain.size(); ++d)
@@ -2410,73 +2486,101 @@ public:
                       : d == *iDepth ? IT
                       : d == *jDepth ? JT
                                      : Other);
-    // Sorts `roles` into `order` by adjacent swaps, each a move.
+    auto depthOf = [&](Role r) {
+      return unsigned(llvm::find(roles, r) - roles.begin());
+    };
+    bool ok = true;
+    // Sorts the scopes by `rank` with adjacent swaps, each a move.
     auto sortInto = [&](ArrayRef<Role> rank) {
-      auto key = [&](Role r) {
-        return llvm::find(rank, r) - rank.begin();
-      };
-      for (size_t pass = 0; pass < roles.size(); ++pass)
-        for (size_t d = 0; d + 1 < roles.size(); ++d)
+      auto key = [&](Role r) { return llvm::find(rank, r) - rank.begin(); };
+      for (size_t pass = 0; ok && pass < roles.size(); ++pass)
+        for (size_t d = 0; ok && d + 1 < roles.size(); ++d)
           if (key(roles[d]) > key(roles[d + 1])) {
-            if (!findOpAt(id) ||
-                !apply(SwapNestedScopesOp::make(at(unsigned(d)))))
-              return false;
+            ok = apply(SwapNestedScopesOp::make(at(unsigned(d))));
             std::swap(roles[d], roles[d + 1]);
           }
-      return true;
     };
-    bool ok = sortInto({Other, IT, JT, Red});
+    sortInto({Other, IT, JT, Red});
     // Tiles: I -> IO x IT x IR, J -> JO x JR x JT.
     auto tile = [&](Role whole, int64_t size, int64_t inner, Role outer,
                     Role innerRole) {
-      if (!ok || inner == 1)
+      if (!ok)
         return;
-      if (inner == size) {
-        *llvm::find(roles, whole) = innerRole;
+      if (inner == 1 || inner == size) {
+        roles[depthOf(whole)] = inner == 1 ? outer : innerRole;
         return;
       }
-      unsigned d = unsigned(llvm::find(roles, whole) - roles.begin());
+      unsigned d = depthOf(whole);
       ok = apply(TileScopeOp::make(at(d), inner));
       if (ok) {
         roles[d] = outer;
         roles.insert(roles.begin() + d + 1, innerRole);
       }
     };
-    // I: rows of a thread innermost, then the threads, then the grid.
+    // I: a thread's rows innermost, then the threads, then the grid.
     tile(IT, iSize, tm, IT, IR);
     tile(IT, iSize / tm, ti, IO, IT);
     // J: threads innermost (consecutive threads, consecutive columns),
     // then a thread's columns, then the grid.
     tile(JT, jSize, tj, JR, JT);
     tile(JR, jSize / tj, tn, JO, JR);
-    ok = ok && sortInto({Other, IO, JO, IT, JT, IR, JR, Red});
-    // A fused initialization keeps the thread's rows and columns, the
-    // product's go below the reductions: the two split apart there.
-    auto depthOf = [&](Role r) {
-      return unsigned(llvm::find(roles, r) - roles.begin());
-    };
-    for (Role r : {JR, IR})
-      if (ok && init && llvm::is_contained(roles, r))
-        ok = isolate(id, depthOf(r));
-    ok = ok && sortInto({Other, IO, JO, IT, JT, Red, IR, JR});
-    for (size_t d = 0; ok && d < roles.size(); ++d) {
-      Role r = roles[d];
-      if (r == Other || r == IO || r == JO)
-        ok = apply(GpuGridOp::make(at(unsigned(d))));
-      else if (r == IT || r == JT)
-        ok = apply(GpuBlockOp::make(at(unsigned(d))));
-      else if (r == IR || r == JR)
-        ok = apply(UnrollOp::make(at(unsigned(d))));
-    }
-    // The initialization's rows and columns, right below the threads.
-    if (ok && init)
+    sortInto({Other, IO, JO, IT, JT, IR, JR, Red});
+    // Each product apart from its siblings below the thread's rows and
+    // columns, its reductions then brought above them.
+    unsigned threadDepth = depthOf(JT);
+    for (const std::string &pid : productIds) {
+      if (!ok)
+        break;
+      for (unsigned d = unsigned(roles.size()); ok && d-- > threadDepth + 1;)
+        if (roles[d] == IR || roles[d] == JR)
+          ok = isolate(pid, d);
+      // Its own scopes: the shared prefix, then IR, JR, its reductions.
+      ComputeOp now = *findOpAt(pid);
+      SmallVector<Role> own(roles.begin(), roles.begin() + threadDepth + 1);
       for (Role r : {IR, JR})
         if (llvm::is_contained(roles, r))
-          ok = apply(UnrollOp::make(scopeLoc(
-              *findOpAt(initId), depthOf(JT) + 1 + (r == JR && llvm::is_contained(roles, IR)))));
+          own.push_back(r);
+      while (own.size() < getEnclosingExtents(now).size())
+        own.push_back(Red);
+      std::swap(own, roles);
+      id = pid;
+      sortInto({Other, IO, JO, IT, JT, Red, IR, JR});
+      std::swap(own, roles);
+      id = productIds.front();
+    }
+    // The mapping of the shared scopes.
+    for (unsigned d = 0; ok && d <= threadDepth; ++d) {
+      Role r = roles[d];
+      if (r == Other || r == IO || r == JO)
+        ok = apply(GpuGridOp::make(at(d)));
+      else
+        ok = apply(GpuBlockOp::make(at(d)));
+    }
+    // A thread's rows and columns, unrolled wherever they are: the scopes
+    // below the threads that index an operation's output.
+    for (bool progress = ok; progress;) {
+      progress = false;
+      env.getKernel().walk([&](ComputeOp c) {
+        if (progress)
+          return;
+        SmallVector<LinearForm> forms(c.getOut().getLinearForms());
+        for (auto s = c->getParentOfType<ScopeOp>(); s;
+             s = s->getParentOfType<ScopeOp>())
+          if (s.getDepth() > threadDepth && s.getMapping() == Mapping::seq &&
+              usesVariable(forms, s.getDepth()) &&
+              isInside(s, topScope(index))) {
+            progress = apply(UnrollOp::make(scopeLoc(c, s.getDepth())));
+            if (progress)
+              return;
+          }
+      });
+    }
     if (!ok)
       rollBackTo(before);
     return ok;
+  }
+  static bool isInside(ScopeOp inner, ScopeOp outer) {
+    return outer && outer->isAncestor(inner);
   }
 
   /// The GPU expert: fusion and layout as the CPU expert prepares them,
@@ -2488,6 +2592,28 @@ public:
     for (unsigned index = 0; topScope(index); ++index)
       if (!tileProductForGPU(index))
         mapNestForGPU(index);
+    sharedTemporaries();
+  }
+
+  /// Temporaries that live within a block (a softmax's x - max and exp of
+  /// a row, where a block is a row) move to shared memory when a block's
+  /// part fits, a quarter of the shared memory at most each and all of it
+  /// together: each pass over the row then reads and writes on-chip, not
+  /// device memory. set_location refuses a buffer that blocks share.
+  void sharedTemporaries() {
+    int64_t used = 0;
+    SmallVector<std::pair<std::string, int64_t>> candidates;
+    for (BufferOp buffer : env.getKernel().getBuffers()) {
+      int64_t bytes = perBlockBytes(buffer);
+      if (buffer.getLocation() == BufferLocation::shared)
+        used += bytes;
+      else if (buffer.isTemporary() && bytes <= target.maxSharedBytes / 4)
+        candidates.push_back({buffer.getSymName().str(), bytes});
+    }
+    for (auto [name, bytes] : candidates)
+      if (used + bytes <= target.maxSharedBytes &&
+          apply(SetLocationOp::make(bufferLoc(name), BufferLocation::shared)))
+        used += bytes;
   }
 
   Environment &env;
