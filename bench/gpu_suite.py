@@ -289,6 +289,7 @@ def report(args):
             with open(os.path.join(folder, "gen-000", "candidates.json")) as f:
                 first = json.load(f)["candidates"]
             expert = [c for c in first if c["moves"]]
+            start = [c for c in first if not c["moves"]]
             # Packages by their path from the tune folder's name on
             # (tune/softmax/gen-000/<hash>), wherever the folder lies now.
             prefix = os.path.join(os.path.basename(os.path.normpath(
@@ -300,10 +301,12 @@ def report(args):
                     else None
             e = mine.get("%s/gen-000/%s" % (prefix, expert[-1]["package"])) \
                 if expert else None
-            ok = [r for r in mine.values() if ms(r) is not None]
+            n = mine.get("%s/gen-000/%s" % (prefix, start[0]["package"])) \
+                if start else None
+            ok = [r for r in mine.values() if ms(r) is not None and r is not n]
             best = min(ok, key=ms) if ok else None
             failed = collections.Counter(r["status"] for r in mine.values()
-                                         if ms(r) is None)
+                                         if ms(r) is None and r is not n)
             t = torch["kernels"].get(name, {})
             eager = [t[k] for k in ("eager_ms", "out_ms", "eager_graph_ms",
                                     "out_graph_ms") if k in t]
@@ -324,20 +327,23 @@ def report(args):
                                / sgemm)
             f = lambda v: "%.4g" % v if v else "-"
             notes = ", ".join("%d %s" % (n, s) for s, n in failed.items())
-            rows.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |"
-                        % (name, f(ms(e)) if e else (e or {}).get("status",
-                                                                  "-"),
-                           f(ms(best)), len(mine), f(min(eager) if eager
-                                                     else None),
+            status = lambda r: f(ms(r)) if ms(r) else (r or {}).get(
+                "status", "-")
+            rows.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s "
+                        "| %s |"
+                        % (name, status(n), status(e),
+                           f(ms(best)), len(mine) - (n is not None),
+                           f(min(eager) if eager else None),
                            f(min(compiled) if compiled else None),
                            "%.2f" % ratio if ratio else "-", bw, fl, notes))
     print("GPU: %s; PyTorch %s (CUDA %s); copy %.0f GB/s (read + write), "
           "FP32 matrix product %.0f GFLOP/s, both measured by PyTorch there\n"
           % (torch.get("device"), torch.get("torch"), torch.get("cuda"),
              copy or 0, sgemm or 0))
-    print("| kernel | expert ms | best ms | measured | PyTorch eager ms | "
-          "torch.compile ms | ratio | % copy BW | % FP32 | not ok |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| kernel | naive ms | expert ms | best ms | programs | PyTorch "
+          "eager ms | torch.compile ms | ratio | % copy BW | % FP32 | "
+          "not ok |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     geo = lambda v: math.exp(sum(math.log(x) for x in v) / len(v))
     if suite_ratios:
@@ -346,6 +352,39 @@ def report(args):
     if ratios:
         print("geometric mean of the ratios, all (%d kernels): %.2f"
               % (len(ratios), geo(ratios)))
+
+
+def collect(args):
+    """Brings a trip's results back into the tune folders: each kernel's
+    waiting generation gets a results.json with every result measured for
+    that kernel (its own packages and the prefetched ones; pd-tune takes
+    results by package hash), so that `tune` resumes each search."""
+    results = []
+    device = None
+    for path in args.results:
+        with open(path) as f:
+            data = json.load(f)
+        device = device or data.get("device")
+        results += data["results"]
+    for tune_dir in args.tune:
+        base = os.path.basename(os.path.normpath(tune_dir))
+        for name in sorted(os.listdir(tune_dir)):
+            folder = os.path.join(tune_dir, name)
+            gens = sorted(d for d in os.listdir(folder)
+                          if d.startswith("gen-")) if os.path.isdir(
+                              folder) else []
+            if not gens or os.path.exists(os.path.join(folder, gens[-1],
+                                                       "results.json")):
+                continue
+            prefix = "/%s/%s/" % (base, name)
+            mine = [r for r in results if prefix in "/" + r["package"]]
+            if not mine:
+                continue
+            with open(os.path.join(folder, gens[-1], "results.json"),
+                      "w") as f:
+                json.dump({"runner": "pd-gpu-run", "version": 1,
+                           "device": device, "results": mine}, f, indent=2)
+            print("%s: %d results into %s" % (name, len(mine), gens[-1]))
 
 
 def lists(args):
@@ -642,6 +681,10 @@ def main():
                    "reductions, whose float32 sums drift)")
     t.add_argument("--start-from", default="",
                    help="pd-tune --start-from (naive, greedy, expert)")
+    c = sub.add_parser("collect", help="a trip's results into the tune "
+                       "folders' waiting generations")
+    c.add_argument("--tune", action="append", default=[])
+    c.add_argument("--results", action="append", default=[])
     q = sub.add_parser("report", help="a trip's table (Markdown)")
     q.add_argument("--tune", action="append", default=[])
     q.add_argument("--results", action="append", default=[],
@@ -676,7 +719,8 @@ def main():
     r.add_argument("--time-limit", type=int, default=120)
     args = parser.parse_args()
     {"build": build, "tune": tune, "run": run, "lists": lists,
-     "torch": torch_times, "report": report}[args.command](args)
+     "torch": torch_times, "report": report,
+     "collect": collect}[args.command](args)
 
 
 if __name__ == "__main__":
