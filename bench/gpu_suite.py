@@ -23,6 +23,16 @@ Two halves, as PerfDojo's GPU evaluation itself (docs/GPU.md):
     python3 bench/gpu_suite.py run pkgs --runner build-runner/bin/pd-gpu-run \\
         [--torch] [--reps 10] > table.md
 
+One trip to a GPU machine for everything (bench/gpu_trip.sh; docs/GPU.md):
+
+    python3 bench/gpu_suite.py tune --dir gpurun/tune --start-from expert \\
+        --generation 12 --budget 100 --ahead
+    python3 bench/gpu_suite.py lists --out gpurun --tune gpurun/tune
+    # there: OUT=out DEADLINE=400 bench/gpu_trip.sh gpurun
+    python3 bench/gpu_suite.py report --tune gpurun/tune --results ... \\
+        --torch-json out/torch.json
+    python3 bench/gpu_suite.py collect --tune gpurun/tune --results ...
+
 `build` writes, per suite kernel, the naive program (`<k>-naive`), the GPU
 expert's (`<k>-expert`, pd-tune --target=cuda --strategy=expert), where
 `bench/moves/gpu/<k>.moves` exists the hand-mapped one (`<k>-mapped`), and
@@ -182,7 +192,10 @@ def tune(args):
                    "--remote=" + os.path.join(args.dir, name),
                    "--db=" + os.path.join(args.dir, "tuning.db"),
                    "--moves-output=" + os.path.join(args.dir, name + ".moves"),
-                   "--plot=-", "--quiet"]
+                   "--plot=-", "--quiet",
+                   # The starting kernel's reference run on this CPU: a
+                   # full-size product takes seconds, more on a busy host.
+                   "--time-limit=600"]
         if args.chip:
             command.append("--gpu-chip=" + args.chip)
         if args.start_from:
@@ -378,7 +391,15 @@ def collect(args):
                 continue
             prefix = "/%s/%s/" % (base, name)
             mine = [r for r in results if prefix in "/" + r["package"]]
-            if not mine:
+            with open(os.path.join(folder, gens[-1],
+                                   "candidates.json")) as f:
+                waiting = {c["package"] for c in json.load(f)["candidates"]}
+            measured = {os.path.basename(r["package"].rstrip("/"))
+                        for r in mine}
+            if not waiting & measured:
+                # Results of other generations only: pd-tune would build
+                # the waiting candidates again.
+                print("%s: no result for %s" % (name, gens[-1]))
                 continue
             with open(os.path.join(folder, gens[-1], "results.json"),
                       "w") as f:
@@ -698,7 +719,7 @@ def main():
     l.add_argument("--built", action="append", default=[],
                    help="a `build` folder (repeatable)")
     p = sub.add_parser("torch", help="time PyTorch on this machine's GPU "
-                       "(JSON for run --torch-times)")
+                       "(JSON for report --torch-json)")
     p.add_argument("--out", required=True)
     p.add_argument("--kernels", default="")
     p.add_argument("--reps", type=int, default=20)
