@@ -2139,7 +2139,8 @@ public:
       return innermost;
     size_t before = env.getMoves().size();
     MoveLocation at = locate(innermost);
-    unsigned top = ScopeOp(nest.front()).getDepth(), depth = innermost.getDepth();
+    unsigned top = ScopeOp(nest.front()).getDepth();
+    unsigned depth = innermost.getDepth();
     bool ok = true;
     if (threads < size)
       ok = apply(TileScopeOp::make(at, threads));
