@@ -310,7 +310,15 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
                << "; shrink them (reuse_dims) or keep some in heap memory";
       continue;
     }
-    if (location != BufferLocation::stack && location != BufferLocation::reg)
+    bool heap = location == BufferLocation::heap;
+    if (!heap && location != BufferLocation::stack &&
+        location != BufferLocation::reg)
+      continue;
+    // A heap temporary is private only when each thread touches one
+    // element of it, its own; then it is one value in a register rather
+    // than device memory (gelu's fused chain `x2 = x*x; x3 = x2*x; ...`
+    // under a thread per element stored each step otherwise).
+    if (heap && !isThreadPrivateElement(buffer, ops))
       continue;
     // Private to a thread when one thread's work holds every access: all
     // of them in subtrees without thread scopes at the top of one kernel's
@@ -335,10 +343,56 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
                                 return false;
                             return true;
                           });
-    if (single || oneThreadScope)
+    if (single || oneThreadScope) {
       placement[buffer] = Placement::Private;
+      if (heap)
+        collapsedDims[buffer] =
+            SmallVector<bool>(buffer.getShape().size(), true);
+    }
   }
   return success();
+}
+
+bool mlir::perfdojo::isThreadPrivateElement(BufferOp buffer,
+                                            ArrayRef<ComputeOp> ops) {
+  if (ops.empty())
+    return false;
+  ArrayAttr arrays = buffer.getArrays();
+  std::optional<SmallVector<LinearForm>> element;
+  bool written = false;
+  for (ComputeOp op : ops) {
+    // The first write must not read the element (a reduction into it).
+    if (!written && op.getReduction() != Reduction::none)
+      return false;
+    // The scopes whose variables may index the element: grid and thread.
+    SmallVector<bool> coordinate;
+    for (auto s = op->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>())
+      coordinate.insert(coordinate.begin(),
+                        s.getMapping() == Mapping::grid || isThreadScope(s));
+    auto visit = [&](AccessAttr access, bool write) {
+      if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
+                              access.getArray().getValue()))
+        return true;
+      SmallVector<LinearForm> forms(access.getLinearForms());
+      for (const LinearForm &form : forms)
+        for (unsigned d = 0; d < form.getNumDims(); ++d)
+          if (form.coeff(d) && (d >= coordinate.size() || !coordinate[d]))
+            return false;
+      if (element && *element != forms)
+        return false;
+      element = forms;
+      written |= write;
+      return written; // a read before any write: not private
+    };
+    if (!visit(op.getOut(), true))
+      return false;
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input))
+        if (!visit(access, false))
+          return false;
+  }
+  return true;
 }
 
 AccessSet GPUKernelLowering::accesses(Operation *op) {

@@ -2208,7 +2208,8 @@ public:
   /// The bytes of `buffer` that one block stores in shared memory: the GPU
   /// lowering keeps one slot of a dimension that every access indexes by
   /// the variable of a grid scope alone (getPerBlockDims).
-  int64_t perBlockBytes(BufferOp buffer) {
+  /// The operations that access `buffer`, in program order.
+  SmallVector<ComputeOp> accessesOf(BufferOp buffer) {
     ArrayAttr arrays = buffer.getArrays();
     auto touches = [&](Attribute a) {
       auto access = dyn_cast<AccessAttr>(a);
@@ -2220,6 +2221,10 @@ public:
       if (touches(op.getOut()) || llvm::any_of(op.getInputs(), touches))
         ops.push_back(op);
     });
+    return ops;
+  }
+  int64_t perBlockBytes(BufferOp buffer) {
+    SmallVector<ComputeOp> ops = accessesOf(buffer);
     // The grid scopes chained at the top, around the first access.
     unsigned gridDepth = 0;
     if (!ops.empty()) {
@@ -2608,7 +2613,9 @@ public:
       int64_t bytes = perBlockBytes(buffer);
       if (buffer.getLocation() == BufferLocation::shared)
         used += bytes;
-      else if (buffer.isTemporary() && bytes <= target.maxSharedBytes / 4)
+      else if (buffer.isTemporary() && bytes <= target.maxSharedBytes / 4 &&
+               !isThreadPrivateElement(buffer, accessesOf(buffer)))
+        // (A temporary of one element a thread stays in its registers.)
         candidates.push_back({buffer.getSymName().str(), bytes});
     }
     for (auto [name, bytes] : candidates)
