@@ -283,12 +283,9 @@ def report(args):
     results = {}
     for path in args.results:
         with open(path) as f:
-            data = json.load(f)
-        device = data.get("device") or {}
-        for r in data["results"]:
-            results[r["package"].rstrip("/")] = r
-    with open(args.torch_json) as f:
-        torch = json.load(f)
+            for r in json.load(f)["results"]:
+                results[r["package"].rstrip("/")] = r
+    torch, eager_ms, compiled_ms = load_torch(args.torch_json)
     copy, sgemm = torch.get("copy_gbs"), torch.get("sgemm_gflops")
     rows, ratios, suite_ratios = [], [], []
     suite = suite_kernels()
@@ -320,12 +317,9 @@ def report(args):
             best = min(ok, key=ms) if ok else None
             failed = collections.Counter(r["status"] for r in mine.values()
                                          if ms(r) is None and r is not n)
-            t = torch["kernels"].get(name, {})
-            eager = [t[k] for k in ("eager_ms", "out_ms", "eager_graph_ms",
-                                    "out_graph_ms") if k in t]
-            compiled = [t[k] for k in ("compile_ms", "compile_graph_ms")
-                        if k in t]
-            peer = min(eager + compiled) if eager + compiled else None
+            eager, compiled = eager_ms.get(name), compiled_ms.get(name)
+            peer = min(t for t in (eager, compiled) if t) \
+                if eager or compiled else None
             ratio = peer / ms(best) if peer and best else None
             if ratio:
                 ratios.append(ratio)
@@ -346,8 +340,7 @@ def report(args):
                         "| %s |"
                         % (name, status(n), status(e),
                            f(ms(best)), len(mine) - (n is not None),
-                           f(min(eager) if eager else None),
-                           f(min(compiled) if compiled else None),
+                           f(eager), f(compiled),
                            "%.2f" % ratio if ratio else "-", bw, fl, notes))
     print("GPU: %s; PyTorch %s (CUDA %s); copy %.0f GB/s (read + write), "
           "FP32 matrix product %.0f GFLOP/s, both measured by PyTorch there\n"
@@ -576,16 +569,18 @@ def torch_times(args):
 
 
 def load_torch(path):
-    """{kernel: (eager or out= ms, torch.compile ms)} from `torch`'s JSON."""
+    """`torch`'s JSON, and per kernel PyTorch's least time of eager and
+    `out=`, and of torch.compile, each over CUDA events and graph replays."""
     with open(path) as f:
         data = json.load(f)
     eager, compiled = {}, {}
     for name, e in data["kernels"].items():
-        forms = [e[k] for k in ("eager_ms", "out_ms") if k in e]
-        if forms:
-            eager[name] = min(forms)
-        if "compile_ms" in e:
-            compiled[name] = e["compile_ms"]
+        for table, keys in ((eager, ("eager_ms", "out_ms", "eager_graph_ms",
+                                     "out_graph_ms")),
+                            (compiled, ("compile_ms", "compile_graph_ms"))):
+            times = [e[k] for k in keys if k in e]
+            if times:
+                table[name] = min(times)
     return data, eager, compiled
 
 
@@ -603,22 +598,13 @@ def run(args):
     eager_ms, compiled_ms = {}, {}
     versions = "pd-gpu-run results: %s" % results_path
     if args.torch:
-        import torch
-        from compare_torch import shapes, torch_cases
-        torch.set_default_device("cuda")
-        for name in sorted({m["kernel"] for m in manifest}):
-            s = shapes(os.path.join(ROOT, "kernels", name + ".pd"))
-            eager, out_form = torch_cases(name, s, torch)
-            forms = [eager] + ([out_form] if out_form else [])
-            eager_ms[name] = min(time_torch_cuda(torch, f, args.reps)
-                                 for f in forms)
-            try:
-                compiled = torch.compile(eager)
-                compiled_ms[name] = time_torch_cuda(torch, compiled, args.reps)
-            except Exception as e:  # a form torch.compile cannot take
-                print("torch.compile %s: %s" % (name, e), file=sys.stderr)
-        versions += "; PyTorch %s, CUDA %s" % (torch.__version__,
-                                               torch.version.cuda)
+        torch_json = os.path.join(args.packages, "torch.json")
+        torch_times(argparse.Namespace(
+            out=torch_json, reps=args.reps, compile=True, graphs=True,
+            deadline=0,
+            kernels=",".join(sorted({m["kernel"] for m in manifest}))))
+        data, eager_ms, compiled_ms = load_torch(torch_json)
+        versions += "; PyTorch %s, CUDA %s" % (data["torch"], data["cuda"])
     device = results.get("device") or {}
     peak_gbs, peak_gflops = args.peak_gbs, args.peak_gflops
     if not peak_gbs and "H100" in str(device.get("name")):

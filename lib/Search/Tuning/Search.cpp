@@ -2205,9 +2205,6 @@ public:
       (void)spreadOverThreads(init, /*outerToGrid=*/false);
     return true;
   }
-  /// The bytes of `buffer` that one block stores in shared memory: the GPU
-  /// lowering keeps one slot of a dimension that every access indexes by
-  /// the variable of a grid scope alone (getPerBlockDims).
   /// The operations that access `buffer`, in program order.
   SmallVector<ComputeOp> accessesOf(BufferOp buffer) {
     ArrayAttr arrays = buffer.getArrays();
@@ -2223,6 +2220,9 @@ public:
     });
     return ops;
   }
+  /// The bytes of `buffer` that one block stores in shared memory: the GPU
+  /// lowering keeps one slot of a dimension that every access indexes by
+  /// the variable of a grid scope alone (getPerBlockDims).
   int64_t perBlockBytes(BufferOp buffer) {
     SmallVector<ComputeOp> ops = accessesOf(buffer);
     // The grid scopes chained at the top, around the first access.
@@ -2351,8 +2351,11 @@ public:
         (void)spreadOverThreads(deepest, /*outerToGrid=*/false);
         continue;
       }
+      size_t before = env.getMoves().size();
       if (splitOverThreads(threadsAtTop(nest)))
         child += 2; // past the partials and the combine
+      else
+        rollBackTo(before); // no threads brought up for nothing
     }
   }
 
@@ -2566,27 +2569,21 @@ public:
     // below the threads that index an operation's output.
     for (bool progress = ok; progress;) {
       progress = false;
-      env.getKernel().walk([&](ComputeOp c) {
+      topScope(index).walk([&](ComputeOp c) {
         if (progress)
           return;
         SmallVector<LinearForm> forms(c.getOut().getLinearForms());
-        for (auto s = c->getParentOfType<ScopeOp>(); s;
+        for (auto s = c->getParentOfType<ScopeOp>();
+             !progress && s && s.getDepth() > threadDepth;
              s = s->getParentOfType<ScopeOp>())
-          if (s.getDepth() > threadDepth && s.getMapping() == Mapping::seq &&
-              usesVariable(forms, s.getDepth()) &&
-              isInside(s, topScope(index))) {
+          if (s.getMapping() == Mapping::seq &&
+              usesVariable(forms, s.getDepth()))
             progress = apply(UnrollOp::make(scopeLoc(c, s.getDepth())));
-            if (progress)
-              return;
-          }
       });
     }
     if (!ok)
       rollBackTo(before);
     return ok;
-  }
-  static bool isInside(ScopeOp inner, ScopeOp outer) {
-    return outer && outer->isAncestor(inner);
   }
 
   /// The GPU expert: fusion and layout as the CPU expert prepares them,
