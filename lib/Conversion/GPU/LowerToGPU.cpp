@@ -120,6 +120,9 @@ public:
 
 private:
   StringRef targetName() const override { return "GPU"; }
+  /// A thread's register tile (the GPU expert's 8 x 4 outputs a thread):
+  /// of a GPU thread's 255 registers, 64 for accumulators.
+  int64_t maxScalarTile() const override { return 64; }
   StringRef whyCannotCompute(OpKind kind, Type type) const override;
   LogicalResult lowerScope(ScopeOp scope) override;
   Value emitVectorLoad(VectorType type, Value memref, ValueRange at,

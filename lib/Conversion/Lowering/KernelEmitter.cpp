@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include <map>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -56,7 +57,12 @@ LogicalResult KernelEmitter::lowerNode(Operation &op) {
 
 LogicalResult KernelEmitter::lowerScope(ScopeOp scope) {
   switch (scope.getMapping()) {
-  case Mapping::seq:
+  case Mapping::seq: {
+    SmallVector<ScopeOp> unrolls;
+    if (ComputeOp op = getRegisterTile(scope, unrolls))
+      return lowerRegisterTile(scope, op, unrolls);
+    return lowerLoop(scope);
+  }
   case Mapping::unroll:
     return lowerLoop(scope);
   case Mapping::vector:
@@ -482,5 +488,190 @@ LogicalResult KernelEmitter::lowerCompute(ComputeOp op) {
   if (!value)
     return op.emitError(error);
   store(op, value);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Register tiles
+//===----------------------------------------------------------------------===//
+
+/// Every instance of the unrolled scopes `unrolls`, in their order: one
+/// iteration number per scope.
+static SmallVector<SmallVector<int64_t>>
+unrolledInstances(ArrayRef<ScopeOp> unrolls) {
+  SmallVector<SmallVector<int64_t>> instances;
+  SmallVector<int64_t> counter(unrolls.size(), 0);
+  int64_t count = 1;
+  for (ScopeOp s : unrolls)
+    count *= ScopeOp(s).getSize();
+  for (int64_t i = 0; i < count; ++i) {
+    instances.push_back(counter);
+    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
+      if (++counter[u] < int64_t(ScopeOp(unrolls[u]).getSize()))
+        break;
+      counter[u] = 0;
+    }
+  }
+  return instances;
+}
+
+/// The offset per dimension that the unrolled scopes' `instance` adds to
+/// an access with `forms`.
+static SmallVector<int64_t> instanceOffset(ArrayRef<LinearForm> forms,
+                                           ArrayRef<ScopeOp> unrolls,
+                                           ArrayRef<int64_t> instance) {
+  SmallVector<int64_t> offset;
+  for (const LinearForm &form : forms) {
+    int64_t o = 0;
+    for (auto [u, s] : llvm::enumerate(unrolls))
+      o += form.coeff(ScopeOp(s).getDepth()) * instance[u];
+    offset.push_back(o);
+  }
+  return offset;
+}
+
+ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
+                                          SmallVectorImpl<ScopeOp> &unrolls) {
+  Operation *child = &scope.getBodyBlock().front();
+  if (!llvm::hasSingleElement(scope.getBodyBlock()))
+    return {};
+  int64_t instances = 1;
+  while (auto s = dyn_cast<ScopeOp>(child)) {
+    if (!llvm::hasSingleElement(s.getBodyBlock()))
+      return {};
+    if (s.getMapping() == Mapping::vector)
+      break;
+    if (s.getMapping() != Mapping::unroll)
+      return {};
+    unrolls.push_back(s);
+    instances *= s.getSize();
+    child = &s.getBodyBlock().front();
+  }
+  // The vector scope, or (scalar tiles) the operation itself.
+  auto vec = dyn_cast<ScopeOp>(child);
+  if (instances > kMaxTileInstances || (!vec && !maxScalarTile()))
+    return {};
+  auto op = dyn_cast<ComputeOp>(vec ? &vec.getBodyBlock().front() : child);
+  if (!op || op.getReduction() == Reduction::none)
+    return {};
+  BufferOp out = bufferOf(op.getOut().getArray().getValue());
+  if (llvm::any_of(out.getReuse(), [](int64_t r) { return r != 0; }))
+    return {};
+  for (Attribute input : op.getInputs())
+    if (auto access = dyn_cast<AccessAttr>(input);
+        access && bufferOf(access.getArray().getValue()) == out)
+      return {};
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+  for (auto [d, form] : llvm::enumerate(forms)) {
+    if (form.coeff(scope.getDepth()))
+      return {};
+    bool last = d + 1 == forms.size();
+    if (vec && form.coeff(vec.getDepth()) != (last ? 1 : 0))
+      return {};
+  }
+  int64_t width = vec ? int64_t(vec.getSize()) : 1;
+  // The instances' vectors must be the same or not overlap: pairwise,
+  // every dimension equal (one accumulator: a convolution's window
+  // positions, unrolled, all update the same outputs), or some dimension
+  // different by a constant, by at least the width in the last one. At
+  // most 24 distinct vectors.
+  SmallVector<SmallVector<int64_t>> offsets;
+  for (ArrayRef<int64_t> instance : unrolledInstances(unrolls))
+    offsets.push_back(instanceOffset(forms, unrolls, instance));
+  llvm::sort(offsets);
+  offsets.erase(llvm::unique(offsets), offsets.end());
+  if (offsets.size() > (vec ? kMaxTileVectors : size_t(maxScalarTile())))
+    return {};
+  for (size_t i = 0; i < offsets.size(); ++i)
+    for (size_t j = i + 1; j < offsets.size(); ++j) {
+      bool apart = false;
+      for (size_t d = 0; d < forms.size(); ++d) {
+        int64_t diff = std::abs(offsets[i][d] - offsets[j][d]);
+        apart |= d + 1 == forms.size() ? diff >= width : diff != 0;
+      }
+      if (!apart)
+        return {};
+    }
+  return op;
+}
+
+LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
+                                                ArrayRef<ScopeOp> unrolls) {
+  // The vector scope around the operation, or none (a scalar tile).
+  auto vec = cast<ScopeOp>(op->getParentOp());
+  if (vec.getMapping() != Mapping::vector)
+    vec = {};
+  Type type = elementType(op.getOut().getArray().getValue());
+  Value memref = memrefs.lookup(op.getOut().getArray().getValue());
+  // Every instance of the unrolled scopes, as constants per depth.
+  SmallVector<SmallVector<int64_t>> combos = unrolledInstances(unrolls);
+  // The scope S itself and the unrolled scopes occupy the depths from
+  // S's on; the lane depth (of a vector tile) follows them.
+  unsigned base = ivs.size();
+  auto bind = [&](Value sVar, ArrayRef<int64_t> combo) {
+    ivs.resize(base);
+    ivs.push_back(sVar);
+    for (int64_t c : combo)
+      ivs.push_back(constantIndex(c));
+    if (vec)
+      ivs.push_back(Value()); // the lanes
+  };
+  if (vec)
+    enterLanes(vec, op);
+  auto vecType = dyn_cast<VectorType>(vectorOf(type));
+  // One accumulator per distinct output vector, in the order of the
+  // instances that first update it; `slot[i]` is instance i's.
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+  std::map<SmallVector<int64_t>, unsigned> slots;
+  SmallVector<unsigned> slot;
+  SmallVector<Value> inits;
+  for (ArrayRef<int64_t> combo : combos) {
+    auto [it, added] = slots.try_emplace(
+        instanceOffset(forms, unrolls, combo), inits.size());
+    slot.push_back(it->second);
+    if (!added)
+      continue;
+    bind(constantIndex(0), combo);
+    SmallVector<Value> at = indices(op.getOut(), 0);
+    inits.push_back(vec ? KernelEmitter::emitVectorLoad(vecType, memref, at,
+                                                        op.getOut())
+                        : memref::LoadOp::create(b, loc, memref, at));
+  }
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 constantIndex(scope.getSize()),
+                                 constantIndex(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next(loop.getRegionIterArgs());
+    for (auto [combo, i] : llvm::zip(combos, slot)) {
+      bind(loop.getInductionVar(), combo);
+      loc = op.getLoc();
+      std::string error;
+      Value value = compute(op, type, error);
+      if (!value) {
+        ivs.resize(base);
+        lanes = {};
+        return op.emitError(error);
+      }
+      next[i] = binary(getCombiner(op.getReduction()), next[i], value, type);
+    }
+    scf::YieldOp::create(b, loc, next);
+  }
+  SmallVector<bool> stored(inits.size(), false);
+  for (auto [combo, i] : llvm::zip(combos, slot)) {
+    if (stored[i])
+      continue;
+    stored[i] = true;
+    bind(constantIndex(0), combo);
+    SmallVector<Value> at = indices(op.getOut(), 0);
+    if (vec)
+      KernelEmitter::emitVectorStore(loop.getResult(i), memref, at,
+                                     op.getOut(), /*reduce=*/true);
+    else
+      memref::StoreOp::create(b, loc, loop.getResult(i), memref, at);
+  }
+  ivs.resize(base);
+  lanes = {};
   return success();
 }

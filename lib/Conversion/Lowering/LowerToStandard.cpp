@@ -54,25 +54,6 @@ private:
   /// over the scope's iterations as well as over the lanes, which the
   /// vector mapping already declares reassociable.
   LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
-  /// A sequential scope S whose body is a chain of unrolled scopes ending in
-  /// a vector scope with one reduction whose element is contiguous in the
-  /// lanes, invariant in S, never read by the operation's inputs, and for
-  /// any two instances of the unrolled scopes the same vector or vectors
-  /// that do not overlap (at most kMaxTileVectors distinct ones, at most
-  /// kMaxTileInstances instances): that operation and the unrolled scopes,
-  /// else null.
-  ComputeOp getRegisterTile(ScopeOp scope, SmallVectorImpl<ScopeOp> &unrolls);
-  /// Lowers such a scope keeping one vector per unrolled instance in
-  /// registers through the loop: loaded before, updated in the same order as
-  /// the scope would (exact), stored after.
-  LogicalResult lowerRegisterTile(ScopeOp scope, ComputeOp op,
-                                  ArrayRef<ScopeOp> unrolls);
-  /// Vector registers a register tile may hold (of AVX-512's 32, the rest
-  /// for the loaded operands), and unrolled instances it may have (code
-  /// size: a 3 x 3 window over 4 x 3 vectors is 108).
-  static constexpr size_t kMaxTileVectors = 24;
-  static constexpr int64_t kMaxTileInstances = 256;
-
   /// Outputs of at least `streamingMinBytes` that no operation reads or
   /// reduces into: for each, whether its base address is aligned to 64
   /// bytes, computed once at the function's entry.
@@ -233,10 +214,7 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
     loc = scope.getLoc();
     if (ComputeOp op = getAccumulated(scope))
       return lowerAccumulated(scope, op);
-    SmallVector<ScopeOp> unrolls;
-    if (ComputeOp op = getRegisterTile(scope, unrolls))
-      return lowerRegisterTile(scope, op, unrolls);
-    return lowerLoop(scope);
+    return KernelEmitter::lowerScope(scope); // a register tile or a loop
   }
   case Mapping::grid:
   case Mapping::block:
@@ -353,177 +331,6 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
                          memref::LoadOp::create(b, loc, memref, at), total,
                          type);
   memref::StoreOp::create(b, loc, updated, memref, at);
-  return success();
-}
-
-/// Every instance of the unrolled scopes `unrolls`, in their order: one
-/// iteration number per scope.
-static SmallVector<SmallVector<int64_t>>
-unrolledInstances(ArrayRef<ScopeOp> unrolls) {
-  SmallVector<SmallVector<int64_t>> instances;
-  SmallVector<int64_t> counter(unrolls.size(), 0);
-  int64_t count = 1;
-  for (ScopeOp s : unrolls)
-    count *= ScopeOp(s).getSize();
-  for (int64_t i = 0; i < count; ++i) {
-    instances.push_back(counter);
-    for (int u = int(unrolls.size()) - 1; u >= 0; --u) {
-      if (++counter[u] < int64_t(ScopeOp(unrolls[u]).getSize()))
-        break;
-      counter[u] = 0;
-    }
-  }
-  return instances;
-}
-
-/// The offset per dimension that the unrolled scopes' `instance` adds to
-/// an access with `forms`.
-static SmallVector<int64_t> instanceOffset(ArrayRef<LinearForm> forms,
-                                           ArrayRef<ScopeOp> unrolls,
-                                           ArrayRef<int64_t> instance) {
-  SmallVector<int64_t> offset;
-  for (const LinearForm &form : forms) {
-    int64_t o = 0;
-    for (auto [u, s] : llvm::enumerate(unrolls))
-      o += form.coeff(ScopeOp(s).getDepth()) * instance[u];
-    offset.push_back(o);
-  }
-  return offset;
-}
-
-ComputeOp KernelLowering::getRegisterTile(ScopeOp scope,
-                                          SmallVectorImpl<ScopeOp> &unrolls) {
-  Operation *child = &scope.getBodyBlock().front();
-  if (!llvm::hasSingleElement(scope.getBodyBlock()))
-    return {};
-  int64_t instances = 1;
-  while (auto s = dyn_cast<ScopeOp>(child)) {
-    if (!llvm::hasSingleElement(s.getBodyBlock()))
-      return {};
-    if (s.getMapping() == Mapping::vector)
-      break;
-    if (s.getMapping() != Mapping::unroll)
-      return {};
-    unrolls.push_back(s);
-    instances *= s.getSize();
-    child = &s.getBodyBlock().front();
-  }
-  auto vec = dyn_cast<ScopeOp>(child);
-  if (!vec || instances > kMaxTileInstances)
-    return {};
-  auto op = dyn_cast<ComputeOp>(vec.getBodyBlock().front());
-  if (!op || op.getReduction() == Reduction::none)
-    return {};
-  BufferOp out = bufferOf(op.getOut().getArray().getValue());
-  if (llvm::any_of(out.getReuse(), [](int64_t r) { return r != 0; }))
-    return {};
-  for (Attribute input : op.getInputs())
-    if (auto access = dyn_cast<AccessAttr>(input);
-        access && bufferOf(access.getArray().getValue()) == out)
-      return {};
-  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-  unsigned lane = vec.getDepth();
-  for (auto [d, form] : llvm::enumerate(forms)) {
-    if (form.coeff(scope.getDepth()))
-      return {};
-    bool last = d + 1 == forms.size();
-    if (form.coeff(lane) != (last ? 1 : 0))
-      return {};
-  }
-  // The instances' vectors must be the same or not overlap: pairwise,
-  // every dimension equal (one accumulator: a convolution's window
-  // positions, unrolled, all update the same outputs), or some dimension
-  // different by a constant, by at least the width in the last one. At
-  // most 24 distinct vectors.
-  SmallVector<SmallVector<int64_t>> offsets;
-  for (ArrayRef<int64_t> instance : unrolledInstances(unrolls))
-    offsets.push_back(instanceOffset(forms, unrolls, instance));
-  llvm::sort(offsets);
-  offsets.erase(llvm::unique(offsets), offsets.end());
-  if (offsets.size() > kMaxTileVectors)
-    return {};
-  for (size_t i = 0; i < offsets.size(); ++i)
-    for (size_t j = i + 1; j < offsets.size(); ++j) {
-      bool apart = false;
-      for (size_t d = 0; d < forms.size(); ++d) {
-        int64_t diff = std::abs(offsets[i][d] - offsets[j][d]);
-        apart |= d + 1 == forms.size() ? diff >= int64_t(vec.getSize())
-                                       : diff != 0;
-      }
-      if (!apart)
-        return {};
-    }
-  return op;
-}
-
-LogicalResult KernelLowering::lowerRegisterTile(ScopeOp scope, ComputeOp op,
-                                                ArrayRef<ScopeOp> unrolls) {
-  auto vec = cast<ScopeOp>(op->getParentOp());
-  Type type = elementType(op.getOut().getArray().getValue());
-  Value memref = memrefs.lookup(op.getOut().getArray().getValue());
-  // Every instance of the unrolled scopes, as constants per depth.
-  SmallVector<SmallVector<int64_t>> combos = unrolledInstances(unrolls);
-  // The scope S itself and the unrolled scopes occupy the depths from
-  // S's on; the lane depth follows them.
-  unsigned base = ivs.size();
-  auto bind = [&](Value sVar, ArrayRef<int64_t> combo) {
-    ivs.resize(base);
-    ivs.push_back(sVar);
-    for (int64_t c : combo)
-      ivs.push_back(constantIndex(c));
-    ivs.push_back(Value()); // the lanes
-  };
-  enterLanes(vec, op);
-  auto vecType = cast<VectorType>(vectorOf(type));
-  // One accumulator per distinct output vector, in the order of the
-  // instances that first update it; `slot[i]` is instance i's.
-  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-  std::map<SmallVector<int64_t>, unsigned> slots;
-  SmallVector<unsigned> slot;
-  SmallVector<Value> inits;
-  for (ArrayRef<int64_t> combo : combos) {
-    auto [it, added] = slots.try_emplace(
-        instanceOffset(forms, unrolls, combo), inits.size());
-    slot.push_back(it->second);
-    if (!added)
-      continue;
-    bind(constantIndex(0), combo);
-    inits.push_back(KernelEmitter::emitVectorLoad(
-        vecType, memref, indices(op.getOut(), 0), op.getOut()));
-  }
-  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
-                                 constantIndex(scope.getSize()),
-                                 constantIndex(1), inits);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> next(loop.getRegionIterArgs());
-    for (auto [combo, i] : llvm::zip(combos, slot)) {
-      bind(loop.getInductionVar(), combo);
-      loc = op.getLoc();
-      std::string error;
-      Value value = compute(op, type, error);
-      if (!value) {
-        ivs.resize(base);
-        lanes = {};
-        return op.emitError(error);
-      }
-      next[i] = binary(getCombiner(op.getReduction()), next[i], value, type);
-    }
-    scf::YieldOp::create(b, loc, next);
-  }
-  SmallVector<bool> stored(inits.size(), false);
-  for (auto [combo, i] : llvm::zip(combos, slot)) {
-    if (stored[i])
-      continue;
-    stored[i] = true;
-    bind(constantIndex(0), combo);
-    KernelEmitter::emitVectorStore(loop.getResult(i), memref,
-                                   indices(op.getOut(), 0), op.getOut(),
-                                   /*reduce=*/true);
-  }
-  ivs.resize(base);
-  lanes = {};
   return success();
 }
 

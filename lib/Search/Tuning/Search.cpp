@@ -2155,20 +2155,29 @@ public:
   }
 
   /// Splits the reduction in `scope` (a scope holding one reduction, into
-  /// an element its variable does not index) across a block's threads:
-  /// tiled so that consecutive threads read consecutive elements, the
-  /// threads' partial results combined after them by the block's first
-  /// thread (split_reduction), partials in shared memory when they fit.
-  bool splitOverThreads(ScopeOp scope) {
+  /// an element its variable does not index) across a block's threads
+  /// (`threads` of them, else threadsFor's, at least a warp): tiled so
+  /// that consecutive threads read consecutive elements, the threads'
+  /// partial results combined after them by the block's first thread
+  /// (split_reduction), partials in shared memory when they fit. The
+  /// combination of 64 partials or more is split in turn over fewer
+  /// threads (256 partials: 32 threads add 8 each, then the first thread
+  /// adds the 32), a chain of about 2 sqrt(n) additions instead of n.
+  bool splitOverThreads(ScopeOp scope, int64_t threads = 0) {
     SmallVector<ComputeOp> ops;
     scope.walk([&](ComputeOp op) { ops.push_back(op); });
     if (ops.size() != 1 || ops[0].getReduction() == Reduction::none ||
         usesVariable(ops[0].getOut().getLinearForms(), scope.getDepth()))
       return false;
     int64_t size = scope.getSize();
-    int64_t threads = threadsFor(size);
-    if (threads < target.warpSize)
+    if (!threads) {
+      threads = threadsFor(size);
+      if (threads < target.warpSize)
+        return false;
+    }
+    if (threads < 2 || size % threads)
       return false;
+    std::string output = ops[0].getOut().getArray().getValue().str();
     size_t before = env.getMoves().size();
     unsigned depth = scope.getDepth();
     MoveLocation at = locate(scope);
@@ -2180,12 +2189,7 @@ public:
            apply(SwapNestedScopesOp::make(at));
     std::string partial;
     if (ok) {
-      for (unsigned n = 0; partial.empty() && n < 100; ++n) {
-        std::string name = ops[0].getOut().getArray().getValue().str() +
-                           "_part" + (n ? std::to_string(n) : "");
-        if (apply(SplitReductionOp::make(at, name)))
-          partial = name;
-      }
+      partial = splitReductionAt(at, ops[0].getOut().getArray().getValue());
       ok = !partial.empty();
     }
     // The reduction's scope is now the threads' partial sums.
@@ -2203,8 +2207,32 @@ public:
     // The partials' initialization, before them, over the threads too.
     if (ScopeOp init = scopeAt(atDepth(bufferLoc(partial), depth)))
       (void)spreadOverThreads(init, /*outerToGrid=*/false);
+    // The combination (the operation updating the output from the
+    // partials): its second level, c threads of n / c partials each, c
+    // the largest divisor with c^2 <= 4n.
+    ComputeOp combine;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (op.getOut().getArray().getValue() == output &&
+          llvm::any_of(op.getInputs(), [&](Attribute in) {
+            auto access = dyn_cast<AccessAttr>(in);
+            return access && access.getArray().getValue() == partial;
+          }))
+        combine = op;
+    });
+    ScopeOp combined = combine ? scopeAt(scopeLoc(combine, depth)) : ScopeOp();
+    int64_t n = combined ? combined.getSize() : 0, second = 0;
+    for (int64_t c = 2; n >= kTwoLevelCombine && c * c <= 4 * n; ++c)
+      if (n % c == 0)
+        second = c;
+    if (second && second < n) {
+      size_t now = env.getMoves().size();
+      if (!splitOverThreads(combined, second))
+        rollBackTo(now);
+    }
     return true;
   }
+  /// Partial results from this many on are combined in two levels.
+  static constexpr int64_t kTwoLevelCombine = 64;
   /// The operations that access `buffer`, in program order.
   SmallVector<ComputeOp> accessesOf(BufferOp buffer) {
     ArrayAttr arrays = buffer.getArrays();
@@ -2269,7 +2297,156 @@ public:
   /// Enough threads to fill a large GPU (132 multiprocessors x 2048
   /// threads is 270,336; a quarter of that keeps most of them busy).
   static constexpr int64_t kEnoughThreads = 1 << 16;
+  /// Grid dimensions of a GPU launch.
+  static constexpr size_t kMaxGridScopes = 3;
   static constexpr int64_t kLongReduction = 1024;
+  /// Fewer blocks of 256 threads than this leave most of a large GPU
+  /// idle: blocks of rows only when there are this many rows.
+  static constexpr int64_t kFewBlocks = kEnoughThreads / 256;
+
+  /// The first operation in `op`'s subtree (itself if it is one).
+  static ComputeOp firstComputeIn(Operation &op) {
+    if (auto compute = dyn_cast<ComputeOp>(op))
+      return compute;
+    ComputeOp first;
+    op.walk<WalkOrder::PreOrder>([&](ComputeOp c) {
+      if (!first)
+        first = c;
+    });
+    return first;
+  }
+
+  /// Splits the `index`-th top-level nest, whose first `depth` scopes
+  /// form a perfect chain, into one top-level nest per child of its
+  /// depth-`depth - 1` scope (split_scope at each depth of the chain,
+  /// innermost first), consecutive operations staying together: each
+  /// loop becomes a launch of its own, mapped with its own grid. Returns
+  /// whether it did; nothing changes otherwise (split_scope refuses where
+  /// a later child's iteration feeds an earlier child's later one).
+  bool fissionNest(unsigned index, unsigned depth) {
+    size_t before = env.getMoves().size();
+    for (;; ++index) {
+      ScopeOp top = topScope(index);
+      SmallVector<ScopeOp> chain =
+          top ? perfectChain(top) : SmallVector<ScopeOp>();
+      if (chain.size() < depth) {
+        rollBackTo(before);
+        return false;
+      }
+      // The first child after which a loop starts or ends.
+      Operation *cut = nullptr;
+      for (Operation &child : chain[depth - 1].getBodyBlock()) {
+        Operation *next = child.getNextNode();
+        if (next && (isa<ScopeOp>(child) || isa<ScopeOp>(next))) {
+          cut = &child;
+          break;
+        }
+      }
+      if (!cut)
+        return true;
+      ComputeOp first = firstComputeIn(*cut);
+      if (!first) {
+        rollBackTo(before);
+        return false;
+      }
+      std::string id = scopeLocation(first, 0);
+      for (unsigned d = depth; d-- > 0;)
+        if (!apply(SplitScopeOp::make(scopeLoc(*findOpAt(id), d)))) {
+          rollBackTo(before);
+          return false;
+        }
+    }
+  }
+
+  /// Splits a reduction `p` whose outputs are too few to give a large
+  /// GPU blocks of their own (a batch norm's 3 channels over 8 x 2048 x
+  /// 2048 elements each) across blocks: one reduction scope S (the
+  /// outermost that makes at least kFewBlocks outputs and leaves each a
+  /// reduction of kLongReduction elements, tiled if one is too large) is
+  /// brought right below the outputs' scopes and split (split_reduction:
+  /// partial results p_part[outputs, S]), and the nest is split into its
+  /// three parts, each a launch: the partials' initialization, the
+  /// partial reductions (one block each, mapped by mapNestForGPU), and
+  /// their combination. `prefix` is the number of output scopes at the
+  /// top of the nest's perfect chain. Returns whether it did; nothing
+  /// changes otherwise.
+  bool splitAcrossBlocks(unsigned index, size_t prefix) {
+    SmallVector<ScopeOp> chain = perfectChain(topScope(index));
+    auto op = dyn_cast<ComputeOp>(chain.back().getBodyBlock().front());
+    if (!op || !llvm::hasSingleElement(chain.back().getBodyBlock()) ||
+        op.getReduction() == Reduction::none)
+      return false;
+    int64_t outputs = iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
+    int64_t length = iterations(ArrayRef<ScopeOp>(chain).drop_front(prefix));
+    std::string id = scopeLocation(op, 0);
+    size_t before = env.getMoves().size();
+    // S: the outermost reduction scope that fits, else the outermost one
+    // that a tile makes fit (its outer part S).
+    std::optional<unsigned> split;
+    for (size_t d = prefix; !split && d < chain.size(); ++d) {
+      int64_t size = chain[d].getSize();
+      if (outputs * size >= kFewBlocks && length / size >= kLongReduction)
+        split = unsigned(d);
+    }
+    for (size_t d = prefix; !split && d < chain.size(); ++d) {
+      int64_t size = chain[d].getSize(), rest = length / size;
+      for (int64_t inner = 2; inner < size; ++inner)
+        if (size % inner == 0 && rest * inner >= kLongReduction) {
+          if (outputs * (size / inner) >= kFewBlocks &&
+              apply(TileScopeOp::make(scopeLoc(*findOpAt(id), unsigned(d)),
+                                      inner)))
+            split = unsigned(d);
+          break;
+        }
+    }
+    if (!split)
+      return false;
+    bool ok = true;
+    for (unsigned d = *split; ok && d > prefix; --d)
+      ok = apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), d - 1)));
+    ok = ok && !splitReductionAt(scopeLoc(*findOpAt(id), unsigned(prefix)),
+                                 op.getOut().getArray().getValue())
+                    .empty();
+    // The initialization, the partials and the combination: top-level
+    // nests of their own (already so when nothing is around them).
+    ok = ok && (prefix == 0 || fissionNest(index, unsigned(prefix)));
+    if (!ok)
+      rollBackTo(before);
+    return ok;
+  }
+
+  /// Splits the reduction at scope location `at` (split_reduction) into
+  /// partial results named after `output` (`s_part`, `s_part1`, ...: the
+  /// first name free). Returns the partials' name, empty if refused.
+  std::string splitReductionAt(const MoveLocation &at, StringRef output) {
+    for (unsigned n = 0; n < 100; ++n) {
+      std::string name =
+          output.str() + "_part" + (n ? std::to_string(n) : "");
+      if (apply(SplitReductionOp::make(at, name)))
+        return name;
+    }
+    return "";
+  }
+
+  /// A block per output of a reduction nest (`prefix` output scopes at the
+  /// top of its perfect chain, the grid), the reduction below them split
+  /// over the block's threads. Returns whether it did; nothing changes
+  /// otherwise.
+  bool blockPerOutput(unsigned index, size_t prefix) {
+    size_t before = env.getMoves().size();
+    for (size_t i = 0; i < prefix; ++i)
+      if (!apply(GpuGridOp::make(locate(perfectChain(topScope(index))[i])))) {
+        rollBackTo(before);
+        return false;
+      }
+    SmallVector<ScopeOp> nest(
+        ArrayRef<ScopeOp>(perfectChain(topScope(index))).drop_front(prefix));
+    if (!splitOverThreads(threadsAtTop(nest))) {
+      rollBackTo(before);
+      return false;
+    }
+    return true;
+  }
 
   /// Maps the `index`-th top-level nest for the GPU. Either the nest's
   /// independent scopes are the grid and its innermost independent scope
@@ -2288,6 +2465,22 @@ public:
     size_t prefix = 0;
     while (prefix < chain.size() && independent(chain[prefix]))
       ++prefix;
+    // A reduction nest whose outputs are too few for a thread each and
+    // whose reductions are long: a block per output, across blocks when
+    // even blocks would be too few (the partial results then a nest of
+    // their own, mapped in turn).
+    if (prefix < chain.size()) {
+      int64_t outputs =
+          iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
+      int64_t length =
+          iterations(ArrayRef<ScopeOp>(chain).drop_front(prefix));
+      if (outputs < kEnoughThreads && length >= kLongReduction) {
+        if (outputs < kFewBlocks && splitAcrossBlocks(index, prefix))
+          return mapNestForGPU(index);
+        if (prefix > 0 && blockPerOutput(index, prefix))
+          return;
+      }
+    }
     if (prefix == 0)
       return; // a single reduction over everything: one thread
     ScopeOp last = chain[prefix - 1];
@@ -2305,18 +2498,48 @@ public:
         }
       rowBlocks = elementwise ||
                   (reduction && iterations(chain) < kEnoughThreads);
+      // Too few rows for the GPU's multiprocessors while the loops inside
+      // are long (a batch norm's 3 channels): each loop a launch of its
+      // own with its own grid instead.
+      int64_t rows = iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
+      int64_t longest = 0;
+      for (Operation &child : last.getBodyBlock())
+        if (auto inner = dyn_cast<ScopeOp>(child))
+          longest = std::max(longest, iterations(perfectChain(inner)));
+      if (rowBlocks && rows < kFewBlocks &&
+          rows * longest >= kEnoughThreads &&
+          fissionNest(index, unsigned(prefix)))
+        return mapNestForGPU(index);
     }
     size_t before = env.getMoves().size();
     if (!rowBlocks) {
-      // Grid over the outer independent scopes, threads over the last.
-      for (size_t i = 0; i + 1 < prefix; ++i)
+      // Grid over the outer independent scopes (3 at most, a GPU's
+      // grid), threads over the last; the scopes between the grid and the
+      // last (a group norm's h beside its w) threads too where the block
+      // holds them, else loops.
+      size_t grids = std::min<size_t>(prefix - 1, kMaxGridScopes);
+      for (size_t i = 0; i < grids; ++i)
         if (!apply(GpuGridOp::make(locate(perfectChain(topScope(index))[i])))) {
           rollBackTo(before);
           return;
         }
       ScopeOp threads = perfectChain(topScope(index))[prefix - 1];
-      if (!spreadOverThreads(threads, /*outerToGrid=*/true))
+      if (!spreadOverThreads(threads, /*outerToGrid=*/true)) {
         rollBackTo(before);
+        return;
+      }
+      for (size_t i = prefix - 1; i-- > grids;) {
+        ScopeOp extra = perfectChain(topScope(index))[i];
+        int64_t width = 1;
+        extra.walk([&](ScopeOp s) {
+          if (s != extra && (s.getMapping() == Mapping::block ||
+                             s.getMapping() == Mapping::warp))
+            width *= s.getSize();
+        });
+        if (width * extra.getSize() > target.maxThreadsPerBlock ||
+            !apply(GpuBlockOp::make(locate(extra))))
+          break;
+      }
       return;
     }
     // A block per iteration of the independent scopes.
@@ -2352,10 +2575,15 @@ public:
         continue;
       }
       size_t before = env.getMoves().size();
-      if (splitOverThreads(threadsAtTop(nest)))
-        child += 2; // past the partials and the combine
-      else
+      size_t children = llvm::range_size(row.getBodyBlock());
+      if (splitOverThreads(threadsAtTop(nest))) {
+        // Past the partials and their combination (one scope became
+        // several).
+        row = perfectChain(topScope(index))[prefix - 1];
+        child += llvm::range_size(row.getBodyBlock()) - children;
+      } else {
         rollBackTo(before); // no threads brought up for nothing
+      }
     }
   }
 
@@ -2589,13 +2817,51 @@ public:
   /// The GPU expert: fusion and layout as the CPU expert prepares them,
   /// then every top-level nest mapped (mapNestForGPU).
   void gpuExpert() {
+    transposeOperands();
     bringParallelOutward();
     alignForFusion();
     naive(/*keepProducts=*/true);
-    for (unsigned index = 0; topScope(index); ++index)
-      if (!tileProductForGPU(index))
+    for (unsigned index = 0; topScope(index);) {
+      // (A part that splitOffProducts tiled is mapped already.)
+      if (topScope(index).getMapping() == Mapping::seq &&
+          !tileProductForGPU(index) && splitOffProducts(index))
+        continue; // its parts, from the first
+      if (topScope(index).getMapping() == Mapping::seq)
         mapNestForGPU(index);
+      ++index;
+    }
     sharedTemporaries();
+  }
+
+  /// A nest that holds a product beside loops that tileProductForGPU does
+  /// not tile with it (relu_ffn's relu, whose every element a row of the
+  /// product reads): each loop of its body a launch of its own
+  /// (fissionNest), the product's tiled into registers. Returns whether a
+  /// part was tiled; nothing changes otherwise.
+  bool splitOffProducts(unsigned index) {
+    ScopeOp top = topScope(index);
+    SmallVector<ScopeOp> chain = perfectChain(top);
+    bool product = false;
+    top.walk([&](ComputeOp op) { product |= isProduct(op); });
+    if (!product || llvm::hasSingleElement(chain.back().getBodyBlock()))
+      return false;
+    auto topScopes = [&] {
+      unsigned n = 0;
+      while (topScope(n))
+        ++n;
+      return n;
+    };
+    size_t before = env.getMoves().size();
+    unsigned scopes = topScopes();
+    if (!fissionNest(index, unsigned(chain.size())))
+      return false;
+    bool tiled = false;
+    for (unsigned i = index, end = index + topScopes() - scopes + 1; i < end;
+         ++i)
+      tiled |= tileProductForGPU(i);
+    if (!tiled)
+      rollBackTo(before);
+    return tiled;
   }
 
   /// Temporaries that live within a block (a softmax's x - max and exp of

@@ -133,6 +133,31 @@ protected:
   LogicalResult checkUnrolling();
   /// A vector scope: its one operation on `size` lanes.
   LogicalResult lowerVectorScope(ScopeOp scope);
+  /// A sequential scope S whose body is a chain of unrolled scopes ending in
+  /// one reduction, in a vector scope whose lanes its element is contiguous
+  /// in, or alone (a scalar tile, where maxScalarTile allows), whose element
+  /// is invariant in S and never read by the operation's inputs, and for
+  /// any two instances of the unrolled scopes the same element (vector) or
+  /// ones that do not overlap (at most kMaxTileVectors distinct vectors or
+  /// maxScalarTile elements, at most kMaxTileInstances instances): that
+  /// operation and the unrolled scopes, else null.
+  ComputeOp getRegisterTile(ScopeOp scope, SmallVectorImpl<ScopeOp> &unrolls);
+  /// Lowers such a scope keeping one value per distinct element (vector)
+  /// in registers through the loop: loaded before, updated in the same
+  /// order as the scope would (exact), stored after. Without it, the
+  /// updates go to memory in every iteration (LLVM's LICM promoted only
+  /// some of a GPU tile's 32 accumulators: a load and a store per
+  /// multiply-add for the others).
+  LogicalResult lowerRegisterTile(ScopeOp scope, ComputeOp op,
+                                  ArrayRef<ScopeOp> unrolls);
+  /// Vector registers a vector register tile may hold (of AVX-512's 32,
+  /// the rest for the loaded operands), and unrolled instances it may have
+  /// (code size: a 3 x 3 window over 4 x 3 vectors is 108).
+  static constexpr size_t kMaxTileVectors = 24;
+  static constexpr int64_t kMaxTileInstances = 256;
+  /// The most elements a scalar register tile may hold; 0 for none (the
+  /// CPU, whose expert vectorizes its tiles).
+  virtual int64_t maxScalarTile() const { return 0; }
   /// Loads the operands, computes and stores one operation.
   virtual LogicalResult lowerCompute(ComputeOp op);
   /// Fully unrolls the loops of unrolled scopes, innermost first, unless
