@@ -2324,6 +2324,13 @@ public:
   /// whether it did; nothing changes otherwise (split_scope refuses where
   /// a later child's iteration feeds an earlier child's later one).
   bool fissionNest(unsigned index, unsigned depth) {
+    return fissionNest(index, depth, [](Operation &child, Operation &next) {
+      return isa<ScopeOp>(child) || isa<ScopeOp>(next);
+    });
+  }
+  /// fissionNest, cutting between the children where `cut` says.
+  bool fissionNest(unsigned index, unsigned depth,
+                   function_ref<bool(Operation &, Operation &)> cutBetween) {
     size_t before = env.getMoves().size();
     for (;; ++index) {
       ScopeOp top = topScope(index);
@@ -2333,11 +2340,11 @@ public:
         rollBackTo(before);
         return false;
       }
-      // The first child after which a loop starts or ends.
+      // The first child after which to cut.
       Operation *cut = nullptr;
       for (Operation &child : chain[depth - 1].getBodyBlock()) {
         Operation *next = child.getNextNode();
-        if (next && (isa<ScopeOp>(child) || isa<ScopeOp>(next))) {
+        if (next && cutBetween(child, *next)) {
           cut = &child;
           break;
         }
@@ -2839,29 +2846,60 @@ public:
   /// (fissionNest), the product's tiled into registers. Returns whether a
   /// part was tiled; nothing changes otherwise.
   bool splitOffProducts(unsigned index) {
-    ScopeOp top = topScope(index);
-    SmallVector<ScopeOp> chain = perfectChain(top);
-    bool product = false;
-    top.walk([&](ComputeOp op) { product |= isProduct(op); });
-    if (!product || llvm::hasSingleElement(chain.back().getBodyBlock()))
-      return false;
-    auto topScopes = [&] {
-      unsigned n = 0;
-      while (topScope(n))
-        ++n;
-      return n;
-    };
     size_t before = env.getMoves().size();
-    unsigned scopes = topScopes();
-    if (!fissionNest(index, unsigned(chain.size())))
-      return false;
+    unsigned pieces = separateProducts(index);
     bool tiled = false;
-    for (unsigned i = index, end = index + topScopes() - scopes + 1; i < end;
-         ++i)
+    for (unsigned i = index; pieces > 1 && i < index + pieces; ++i)
       tiled |= tileProductForGPU(i);
     if (!tiled)
       rollBackTo(before);
     return tiled;
+  }
+  /// The number of top-level scopes.
+  unsigned topScopes() {
+    unsigned n = 0;
+    while (topScope(n))
+      ++n;
+    return n;
+  }
+  /// Whether `op` is a scope that holds a product.
+  static bool isProductLoop(Operation &op) {
+    bool product = false;
+    if (isa<ScopeOp>(op))
+      op.walk([&](ComputeOp c) { product |= isProduct(c); });
+    return product;
+  }
+  /// Splits the `index`-th top-level nest where loops holding products
+  /// sit beside other loops (attention: the scores' product, the softmax's
+  /// loops, the product with V), before and after each product loop, at
+  /// every level, operations staying with the loops they neighbour: the
+  /// parts tileProductForGPU can tile (a product with its initialization
+  /// or epilogue) and the others, each a top-level nest. Returns how many
+  /// nests the one became (1: unchanged).
+  unsigned separateProducts(unsigned index) {
+    SmallVector<ScopeOp> chain = perfectChain(topScope(index));
+    Block &body = chain.back().getBodyBlock();
+    bool products = false, others = false;
+    for (Operation &child : body) {
+      bool product = isProductLoop(child);
+      products |= product;
+      others |= !product && isa<ScopeOp>(child);
+    }
+    if (!products || !others)
+      return 1;
+    unsigned scopes = topScopes();
+    if (!fissionNest(index, unsigned(chain.size()),
+                     [](Operation &child, Operation &next) {
+                       return isProductLoop(child) || isProductLoop(next);
+                     }))
+      return 1;
+    unsigned made = topScopes() - scopes + 1, total = 0;
+    for (unsigned i = 0, at = index; i < made; ++i) {
+      unsigned n = separateProducts(at);
+      at += n;
+      total += n;
+    }
+    return total;
   }
 
   /// Temporaries that live within a block (a softmax's x - max and exp of
