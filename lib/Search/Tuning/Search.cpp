@@ -2503,16 +2503,19 @@ public:
           reduction |= !indep &&
                        iterations(perfectChain(inner)) >= kLongReduction;
         }
-      rowBlocks = elementwise ||
-                  (reduction && iterations(chain) < kEnoughThreads);
-      // Too few rows for the GPU's multiprocessors while the loops inside
-      // are long (a batch norm's 3 channels): each loop a launch of its
-      // own with its own grid instead.
       int64_t rows = iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
       int64_t longest = 0;
       for (Operation &child : last.getBodyBlock())
         if (auto inner = dyn_cast<ScopeOp>(child))
           longest = std::max(longest, iterations(perfectChain(inner)));
+      // (Element-wise loops shorter than a warp, swiglu's 8 partial
+      // results an output, leave a block's threads idle: a thread per
+      // row then.)
+      rowBlocks = (elementwise && longest >= target.warpSize) ||
+                  (reduction && iterations(chain) < kEnoughThreads);
+      // Too few rows for the GPU's multiprocessors while the loops inside
+      // are long (a batch norm's 3 channels): each loop a launch of its
+      // own with its own grid instead.
       if (rowBlocks && rows < kFewBlocks &&
           rows * longest >= kEnoughThreads &&
           fissionNest(index, unsigned(prefix)))
@@ -2543,7 +2546,7 @@ public:
                              s.getMapping() == Mapping::warp))
             width *= s.getSize();
         });
-        if (width * extra.getSize() > target.maxThreadsPerBlock ||
+        if (width * int64_t(extra.getSize()) > target.maxThreadsPerBlock ||
             !apply(GpuBlockOp::make(locate(extra))))
           break;
       }
@@ -2831,13 +2834,100 @@ public:
     for (unsigned index = 0; topScope(index);) {
       // (A part that splitOffProducts tiled is mapped already.)
       if (topScope(index).getMapping() == Mapping::seq &&
-          !tileProductForGPU(index) && splitOffProducts(index))
+          !tileProductForGPU(index) &&
+          (splitKForGPU(index) || splitOffProducts(index)))
         continue; // its parts, from the first
       if (topScope(index).getMapping() == Mapping::seq)
         mapNestForGPU(index);
       ++index;
     }
     sharedTemporaries();
+  }
+
+  /// Products of too few outputs for register tiles (swiglu's 256 x 448
+  /// over 4096 products each) split along their reduction (split-K): the
+  /// product's innermost reduction scope K tiled into c chunks and split
+  /// at them (split_reduction; the partials' chunk dimension moved first
+  /// with permute_dims, so that the output's columns stay contiguous),
+  /// then the loops of partial products split off the nest (fissionNest),
+  /// each a launch that tileProductForGPU tiles; the partials are combined
+  /// afterwards by the outputs' threads. c is the smallest power of two
+  /// that makes 8 x kEnoughThreads partial outputs, each a reduction of
+  /// 256 or more. Returns whether it split; nothing changes otherwise.
+  bool splitKForGPU(unsigned index) {
+    SmallVector<ScopeOp> chain = perfectChain(topScope(index));
+    // The products, by location (moves replace the kernel).
+    SmallVector<std::string> ids;
+    topScope(index).walk([&](ComputeOp op) {
+      if (isProduct(op))
+        ids.push_back(scopeLocation(op, 0));
+    });
+    size_t before = env.getMoves().size();
+    SmallVector<std::string> partials;
+    std::optional<unsigned> depth; // of the chunks' scope
+    for (const std::string &id : ids) {
+      ComputeOp op = *findOpAt(id);
+      auto k = dyn_cast<ScopeOp>(op->getParentOp());
+      SmallVector<LinearForm> out(op.getOut().getLinearForms());
+      if (!k || !llvm::hasSingleElement(k.getBodyBlock()) ||
+          k.getMapping() != Mapping::seq || usesVariable(out, k.getDepth()))
+        continue;
+      int64_t outputs = 1;
+      for (auto s = k->getParentOfType<ScopeOp>(); s;
+           s = s->getParentOfType<ScopeOp>())
+        if (usesVariable(out, s.getDepth()))
+          outputs *= s.getSize();
+      if (outputs >= 2 * kEnoughThreads)
+        continue; // enough for tiles
+      int64_t size = k.getSize(), chunks = 2;
+      while (outputs * chunks < 8 * kEnoughThreads)
+        chunks *= 2;
+      if (size % chunks || size / chunks < 256 ||
+          (depth && *depth != k.getDepth()) ||
+          k.getDepth() > chain.size())
+        continue;
+      unsigned d = k.getDepth();
+      if (!apply(TileScopeOp::make(scopeLoc(op, d), size / chunks)))
+        continue;
+      std::string partial = splitReductionAt(scopeLoc(*findOpAt(id), d),
+                                             op.getOut().getArray().getValue());
+      if (partial.empty()) {
+        rollBackTo(before);
+        return false;
+      }
+      unsigned rank = 0;
+      for (BufferOp buffer : env.getKernel().getBuffers())
+        if (buffer.getSymName() == partial)
+          rank = buffer.getShape().size();
+      for (unsigned dim = rank - 1; dim-- > 0;)
+        if (!apply(PermuteDimsOp::make(bufferLoc(partial, dim)))) {
+          rollBackTo(before);
+          return false;
+        }
+      partials.push_back(partial);
+      depth = d;
+    }
+    if (partials.empty())
+      return false;
+    // The partial products' loops apart from the rest.
+    auto isPartialLoop = [&](Operation &node) {
+      bool found = false;
+      if (isa<ScopeOp>(node))
+        node.walk([&](ComputeOp c) {
+          found |= c.getReduction() != Reduction::none &&
+                   llvm::is_contained(partials,
+                                      c.getOut().getArray().getValue());
+        });
+      return found;
+    };
+    if (*depth == 0 ||
+        !fissionNest(index, *depth, [&](Operation &child, Operation &next) {
+          return isPartialLoop(child) || isPartialLoop(next);
+        })) {
+      rollBackTo(before);
+      return false;
+    }
+    return true;
   }
 
   /// A nest that holds a product beside loops that tileProductForGPU does
