@@ -346,6 +346,23 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
                                 return false;
                             return true;
                           });
+    // A thread-private element (heap, checked above) may also sit in a
+    // thread scope inside loops that all threads run (a row's 4 x 256
+    // elements: `4 256:b t[..]=..; y[..]=t[..]`): every access under the
+    // same innermost thread scope, each thread writing its element before
+    // reading it in every iteration of the loops.
+    if (heap && !single && !oneThreadScope) {
+      auto threadOf = [&](ComputeOp op) -> Operation * {
+        for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+          if (isThreadScope(p))
+            return p;
+        return nullptr;
+      };
+      Operation *thread = threadOf(ops.front());
+      oneThreadScope = thread && llvm::all_of(ops, [&](ComputeOp op) {
+                         return threadOf(op) == thread;
+                       });
+    }
     if (single || oneThreadScope) {
       placement[buffer] = Placement::Private;
       if (heap)
@@ -361,18 +378,31 @@ bool mlir::perfdojo::isThreadPrivateElement(BufferOp buffer,
   if (ops.empty())
     return false;
   ArrayAttr arrays = buffer.getArrays();
+  // Sequential and unrolled scopes around every access: in each of their
+  // iterations the accesses run in program order, the write first.
+  llvm::SmallPtrSet<Operation *, 8> loops;
+  for (auto s = ops.front()->getParentOfType<ScopeOp>(); s;
+       s = s->getParentOfType<ScopeOp>())
+    if ((s.getMapping() == Mapping::seq ||
+         s.getMapping() == Mapping::unroll) &&
+        llvm::all_of(ops, [&](ComputeOp op) {
+          return s->isProperAncestor(op);
+        }))
+      loops.insert(s);
   std::optional<SmallVector<LinearForm>> element;
   bool written = false;
   for (ComputeOp op : ops) {
     // The first write must not read the element (a reduction into it).
     if (!written && op.getReduction() != Reduction::none)
       return false;
-    // The scopes whose variables may index the element: grid and thread.
+    // The scopes whose variables may index the element: grid and thread,
+    // and the loops around every access.
     SmallVector<bool> coordinate;
     for (auto s = op->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>())
       coordinate.insert(coordinate.begin(),
-                        s.getMapping() == Mapping::grid || isThreadScope(s));
+                        s.getMapping() == Mapping::grid || isThreadScope(s) ||
+                            loops.contains(s));
     auto visit = [&](AccessAttr access, bool write) {
       if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
                               access.getArray().getValue()))

@@ -2994,9 +2994,10 @@ public:
 
   /// Temporaries that live within a block (a softmax's x - max and exp of
   /// a row, where a block is a row) move to shared memory when a block's
-  /// part fits, a quarter of the shared memory at most each and all of it
-  /// together: each pass over the row then reads and writes on-chip, not
-  /// device memory. set_location refuses a buffer that blocks share.
+  /// part fits, half of the shared memory at most each (a 4096-wide
+  /// layernorm's row of x - mean, 16 KiB) and all of it together: each
+  /// pass over the row then reads and writes on-chip, not device memory.
+  /// set_location refuses a buffer that blocks share.
   void sharedTemporaries() {
     int64_t used = 0;
     SmallVector<std::pair<std::string, int64_t>> candidates;
@@ -3004,7 +3005,7 @@ public:
       int64_t bytes = perBlockBytes(buffer);
       if (buffer.getLocation() == BufferLocation::shared)
         used += bytes;
-      else if (buffer.isTemporary() && bytes <= target.maxSharedBytes / 4 &&
+      else if (buffer.isTemporary() && bytes <= target.maxSharedBytes / 2 &&
                !isThreadPrivateElement(buffer, accessesOf(buffer)))
         // (A temporary of one element a thread stays in its registers.)
         candidates.push_back({buffer.getSymName().str(), bytes});
