@@ -2308,12 +2308,7 @@ public:
   static ComputeOp firstComputeIn(Operation &op) {
     if (auto compute = dyn_cast<ComputeOp>(op))
       return compute;
-    ComputeOp first;
-    op.walk<WalkOrder::PreOrder>([&](ComputeOp c) {
-      if (!first)
-        first = c;
-    });
-    return first;
+    return firstCompute(cast<ScopeOp>(op));
   }
 
   /// Splits the `index`-th top-level nest, whose first `depth` scopes
@@ -2328,7 +2323,8 @@ public:
       return isa<ScopeOp>(child) || isa<ScopeOp>(next);
     });
   }
-  /// fissionNest, cutting between the children where `cut` says.
+  /// fissionNest, cutting between two consecutive children where
+  /// `cutBetween` says.
   bool fissionNest(unsigned index, unsigned depth,
                    function_ref<bool(Operation &, Operation &)> cutBetween) {
     size_t before = env.getMoves().size();
