@@ -2862,7 +2862,12 @@ public:
     SmallVector<std::string> partials;
     std::optional<unsigned> depth; // of the chunks' scope
     for (const std::string &id : ids) {
-      ComputeOp op = *findOpAt(id);
+      // (A split before renumbers the locations of later updates of the
+      // same array: then stop there.)
+      std::optional<ComputeOp> found = findOpAt(id);
+      if (!found || !isProduct(*found))
+        break;
+      ComputeOp op = *found;
       auto k = dyn_cast<ScopeOp>(op->getParentOp());
       SmallVector<LinearForm> out(op.getOut().getLinearForms());
       if (!k || !llvm::hasSingleElement(k.getBodyBlock()) ||
