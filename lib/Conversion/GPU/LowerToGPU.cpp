@@ -313,15 +313,19 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
                << "; shrink them (reuse_dims) or keep some in heap memory";
       continue;
     }
-    bool heap = location == BufferLocation::heap;
-    if (!heap && location != BufferLocation::stack &&
-        location != BufferLocation::reg)
-      continue;
     // A heap temporary is private only when each thread touches one
     // element of it, its own; then it is one value in a register rather
     // than device memory (gelu's fused chain `x2 = x*x; x3 = x2*x; ...`
     // under a thread per element stored each step otherwise).
-    if (heap && !isThreadPrivateElement(buffer, ops))
+    if (location == BufferLocation::heap) {
+      if (isThreadPrivateElement(buffer, ops)) {
+        placement[buffer] = Placement::Private;
+        collapsedDims[buffer] =
+            SmallVector<bool>(buffer.getShape().size(), true);
+      }
+      continue;
+    }
+    if (location != BufferLocation::stack && location != BufferLocation::reg)
       continue;
     // Private to a thread when one thread's work holds every access: all
     // of them in subtrees without thread scopes at the top of one kernel's
@@ -346,29 +350,8 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
                                 return false;
                             return true;
                           });
-    // A thread-private element (heap, checked above) may also sit in a
-    // thread scope inside loops that all threads run (a row's 4 x 256
-    // elements: `4 256:b t[..]=..; y[..]=t[..]`): every access under the
-    // same innermost thread scope, each thread writing its element before
-    // reading it in every iteration of the loops.
-    if (heap && !single && !oneThreadScope) {
-      auto threadOf = [&](ComputeOp op) -> Operation * {
-        for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
-          if (isThreadScope(p))
-            return p;
-        return nullptr;
-      };
-      Operation *thread = threadOf(ops.front());
-      oneThreadScope = thread && llvm::all_of(ops, [&](ComputeOp op) {
-                         return threadOf(op) == thread;
-                       });
-    }
-    if (single || oneThreadScope) {
+    if (single || oneThreadScope)
       placement[buffer] = Placement::Private;
-      if (heap)
-        collapsedDims[buffer] =
-            SmallVector<bool>(buffer.getShape().size(), true);
-    }
   }
   return success();
 }
@@ -376,6 +359,26 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
 bool mlir::perfdojo::isThreadPrivateElement(BufferOp buffer,
                                             ArrayRef<ComputeOp> ops) {
   if (ops.empty())
+    return false;
+  // One thread runs every access: all in one top-level child (a launch),
+  // under the same innermost thread scope, or under none (the block's
+  // first thread runs them).
+  auto threadOf = [](ComputeOp op) -> Operation * {
+    for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+      if (isThreadScope(p))
+        return p;
+    return nullptr;
+  };
+  auto topOf = [](ComputeOp op) {
+    Operation *top = op;
+    while (!isa<KernelOp>(top->getParentOp()))
+      top = top->getParentOp();
+    return top;
+  };
+  if (llvm::any_of(ops, [&](ComputeOp op) {
+        return threadOf(op) != threadOf(ops.front()) ||
+               topOf(op) != topOf(ops.front());
+      }))
     return false;
   ArrayAttr arrays = buffer.getArrays();
   // Sequential and unrolled scopes around every access: in each of their

@@ -13,7 +13,6 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
-#include <map>
 
 namespace mlir {
 namespace perfdojo {

@@ -208,11 +208,8 @@ public:
       size_t before = env.getMoves().size();
       std::string name = array + "_t";
       bool ok = apply(AddCopyOp::make(location, array, name));
-      unsigned rank = 0;
-      if (ok)
-        for (BufferOp buffer : env.getKernel().getBuffers())
-          if (buffer.getSymName() == name)
-            rank = buffer.getShape().size();
+      unsigned rank =
+          ok ? env.getKernel().lookupArray(name).getShape().size() : 0;
       for (unsigned d = dim; ok && d + 1 < rank; ++d)
         ok = apply(PermuteDimsOp::make(bufferLoc(name, d)));
       if (!ok) {
@@ -2189,7 +2186,7 @@ public:
            apply(SwapNestedScopesOp::make(at));
     std::string partial;
     if (ok) {
-      partial = splitReductionAt(at, ops[0].getOut().getArray().getValue());
+      partial = splitReductionAt(at, output);
       ok = !partial.empty();
     }
     // The reduction's scope is now the threads' partial sums.
@@ -2199,11 +2196,10 @@ public:
       return false;
     }
     // Shared memory when a block's part of the partials fits.
-    for (BufferOp buffer : env.getKernel().getBuffers())
-      if (buffer.getSymName() == partial &&
-          perBlockBytes(buffer) <= target.maxSharedBytes)
-        (void)apply(SetLocationOp::make(bufferLoc(partial),
-                                        BufferLocation::shared));
+    if (perBlockBytes(env.getKernel().lookupArray(partial)) <=
+        target.maxSharedBytes)
+      (void)apply(
+          SetLocationOp::make(bufferLoc(partial), BufferLocation::shared));
     // The partials' initialization, before them, over the threads too.
     if (ScopeOp init = scopeAt(atDepth(bufferLoc(partial), depth)))
       (void)spreadOverThreads(init, /*outerToGrid=*/false);
@@ -2896,10 +2892,8 @@ public:
         rollBackTo(before);
         return false;
       }
-      unsigned rank = 0;
-      for (BufferOp buffer : env.getKernel().getBuffers())
-        if (buffer.getSymName() == partial)
-          rank = buffer.getShape().size();
+      // (The partials' buffer holds one array, of its own name.)
+      unsigned rank = env.getKernel().lookupArray(partial).getShape().size();
       for (unsigned dim = rank - 1; dim-- > 0;)
         if (!apply(PermuteDimsOp::make(bufferLoc(partial, dim)))) {
           rollBackTo(before);
@@ -2933,8 +2927,8 @@ public:
 
   /// A nest that holds a product beside loops that tileProductForGPU does
   /// not tile with it (relu_ffn's relu, whose every element a row of the
-  /// product reads): each loop of its body a launch of its own
-  /// (fissionNest), the product's tiled into registers. Returns whether a
+  /// product reads): split around its product loops (separateProducts),
+  /// the parts that hold products tiled into registers. Returns whether a
   /// part was tiled; nothing changes otherwise.
   bool splitOffProducts(unsigned index) {
     size_t before = env.getMoves().size();

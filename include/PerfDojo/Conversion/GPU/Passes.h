@@ -99,13 +99,14 @@ SmallVector<bool> getPerBlockDims(BufferOp buffer, ArrayRef<ComputeOp> ops,
                                   unsigned gridDepth);
 
 /// Whether every access to the temporary `buffer` by `ops` (in program
-/// order) indexes the same element by grid and thread variables alone, or
-/// variables of sequential or unrolled scopes around every access (no
-/// other loop's, no vector variable), the first a plain write: each thread
-/// then reads only the element it wrote in the same iteration of those
-/// loops (the mappings' legality keeps threads from sharing written
-/// elements), and the lowering keeps a heap temporary so used in a
-/// register of each thread, not in device memory.
+/// order) lies in one top-level child (a launch) under the same innermost
+/// thread scope (or none), and indexes the same element by grid and thread
+/// variables alone, or variables of sequential or unrolled scopes around
+/// every access (no other loop's, no vector variable), the first a plain
+/// write: each thread then reads only the element it wrote in the same
+/// iteration of those loops (the mappings' legality keeps threads from
+/// sharing written elements), and the lowering keeps a heap temporary so
+/// used in a register of each thread, not in device memory.
 bool isThreadPrivateElement(BufferOp buffer, ArrayRef<ComputeOp> ops);
 
 /// Registers the passes and the `pd-lower-to-nvvm` / `pd-lower-to-rocdl`
