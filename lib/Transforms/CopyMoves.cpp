@@ -12,7 +12,14 @@
 // The tile is the box of elements S reads in one execution: its position
 // may depend on the variables of the scopes around S, its extent only on
 // S's own. The copy is exact because nothing in S writes the array, and
-// nothing runs between the copy and S.
+// nothing runs between the copy and S. Under concurrent scopes (parallel,
+// grid, block, warp) the copy has a leading dimension per such scope,
+// indexed by its variable, so that their iterations copy into slots of
+// their own (in GPU shared memory, a block stores only its own slot):
+//
+//   16:g 8 64 y[..]=x[{0}*8+{1},{2}]   add_copy@y:1:x:xc
+//                                     16:g 8 64 xc[{0},{2}]=x[{0}*8+{1},{2}]
+//                                     |    | 64 y[..]=xc[{0},{2}]
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,6 +116,10 @@ struct CopyTile {
   SmallVector<int64_t> extent;
   /// The lowest inner index per dimension, subtracted from reads in S.
   SmallVector<int64_t> low;
+  /// The concurrent scopes around S, outermost first: the copy gets a
+  /// leading dimension for each, indexed by its variable, so that their
+  /// iterations copy into slots of their own.
+  SmallVector<ScopeOp> slots;
 };
 } // namespace
 
@@ -123,15 +134,9 @@ static FailureOr<CopyTile> planCopy(ScopeOp scope, StringRef array,
     return failure();
   }
   for (Operation *p = scope->getParentOp(); auto s = dyn_cast<ScopeOp>(p);
-       p = p->getParentOp()) {
-    if (isConcurrent(s.getMapping())) {
-      reason = "the scope at depth " + std::to_string(s.getDepth()) +
-               " around it is mapped " +
-               stringifyMapping(s.getMapping()).str() +
-               "; its concurrent iterations would share the copy";
-      return failure();
-    }
-  }
+       p = p->getParentOp())
+    if (isConcurrent(s.getMapping()))
+      tile.slots.insert(tile.slots.begin(), s);
   // The arrays of the source's buffer (a handful: searched in place).
   ArrayAttr aliases = tile.source.getArrays();
   unsigned depth = scope.getDepth();
@@ -279,14 +284,21 @@ void mlir::perfdojo::addCopy(RewriterBase &rewriter, ScopeOp scope,
   for (auto buffer : kernel.getBodyBlock().getOps<BufferOp>())
     last = buffer;
   rewriter.setInsertionPointAfter(last);
-  SmallVector<int64_t> reuse(tile.extent.size(), 0);
+  SmallVector<int64_t> shape;
+  SmallVector<LinearForm> slotForms;
+  for (ScopeOp s : tile.slots) {
+    shape.push_back(s.getSize());
+    slotForms.push_back(LinearForm::ofDim(s.getDepth()));
+  }
+  llvm::append_range(shape, tile.extent);
+  SmallVector<int64_t> reuse(shape.size(), 0);
   BufferOp::create(rewriter, loc, name, Role::tmp,
-                   tile.source.getElementType(), tile.extent, reuse,
+                   tile.source.getElementType(), shape, reuse,
                    BufferLocation::heap, rewriter.getStrArrayAttr({name}));
 
   // The nest: one scope per dimension of more than one element.
   rewriter.setInsertionPoint(scope);
-  SmallVector<LinearForm> target, source;
+  SmallVector<LinearForm> target(slotForms), source;
   for (auto [j, extent] : llvm::enumerate(tile.extent)) {
     if (extent == 1) {
       target.push_back(LinearForm::ofConstant(0));
@@ -307,10 +319,10 @@ void mlir::perfdojo::addCopy(RewriterBase &rewriter, ScopeOp scope,
 
   // S reads the copy: index i of the array is index i - origin of the tile.
   redirectReads(rewriter, scope, array, [&](AccessAttr access) {
-    SmallVector<LinearForm> forms(access.getLinearForms());
-    for (auto [j, form] : llvm::enumerate(forms)) {
-      form = innerPart(form, scope.getDepth());
-      form.constant -= tile.low[j];
+    SmallVector<LinearForm> forms(slotForms);
+    for (auto [j, form] : llvm::enumerate(access.getLinearForms())) {
+      forms.push_back(innerPart(form, scope.getDepth()));
+      forms.back().constant -= tile.low[j];
     }
     return AccessAttr::getCanonical(ctx, name, forms);
   });
@@ -328,9 +340,14 @@ struct CopyNest {
   Operation *top;
   /// The scope or operation right after the nest, which holds every read.
   Operation *user;
-  /// Per dimension of the copy, the depth of the scope indexing it, or
-  /// std::nullopt for a dimension of one element indexed by 0.
+  /// Per dimension of the copy, the depth of the scope of the nest
+  /// indexing it, or std::nullopt for a dimension of one element indexed
+  /// by 0 and for a slot.
   SmallVector<std::optional<unsigned>> dims;
+  /// Per dimension, the depth of the concurrent scope around the nest
+  /// whose iterations each copy into a slot of their own (add_copy under
+  /// a parallel or grid scope), or std::nullopt.
+  SmallVector<std::optional<unsigned>> slots;
   /// The depth of the outermost scope of the nest.
   unsigned topDepth;
   AccessAttr source;
@@ -395,6 +412,7 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
   llvm::SmallDenseSet<unsigned> vars;
   for (auto [j, form] : llvm::enumerate(target)) {
     int64_t size = buffer.getShape()[j];
+    nest.slots.push_back(std::nullopt);
     if (size == 1 && form == LinearForm::ofConstant(0)) {
       nest.dims.push_back(std::nullopt);
       continue;
@@ -413,15 +431,26 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
     }
     nest.dims.push_back(var);
   }
-  unsigned top = depth - vars.size();
+  // The nest: the scopes around the copy, each holding only the next,
+  // whose variables index the copy. A variable of a scope around the nest
+  // may index a dimension only as a slot: a concurrent scope's
+  // iterations each copy into their own.
+  unsigned top = depth;
+  while (top > 0 && vars.contains(top - 1) &&
+         llvm::hasSingleElement(
+             getEnclosingScope(copy, top - 1).getBodyBlock()))
+    --top;
   nest.topDepth = top;
-  for (unsigned d = top; d < depth; ++d) {
-    ScopeOp scope = getEnclosingScope(copy, d);
-    if (!vars.contains(d) || !llvm::hasSingleElement(scope.getBodyBlock())) {
+  for (auto [j, var] : llvm::enumerate(nest.dims)) {
+    if (!var || *var >= top)
+      continue;
+    if (!isConcurrent(getEnclosingScope(copy, *var).getMapping())) {
       reason = "the copy of '" + name.str() +
                "' is not alone in a nest of the scopes that index it";
       return failure();
     }
+    nest.slots[j] = var;
+    var = std::nullopt;
   }
   nest.top = vars.empty() ? copy.getOperation()
                           : getEnclosingScope(copy, top).getOperation();
@@ -438,6 +467,18 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
              "' is read outside the scope right after its copy";
     return failure();
   }
+  // Each iteration of a concurrent scope reads the slot it copied into.
+  for (ComputeOp op : readers)
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input);
+          access && access.getArray().getValue() == name)
+        for (auto [j, slot] : llvm::enumerate(nest.slots))
+          if (slot && !(access.getLinearForms()[j] == LinearForm::ofDim(*slot))) {
+            reason = "a read of '" + name.str() + "' does not index dimension " +
+                     std::to_string(j) + " by {" + std::to_string(*slot) +
+                     "}, the slot its copy writes";
+            return failure();
+          }
   for (ComputeOp op : collectComputeOps(nest.user)) {
     StringRef out = op.getOut().getArray().getValue();
     if (llvm::is_contained(from.getArrays().getAsValueRange<StringAttr>(),

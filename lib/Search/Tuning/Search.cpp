@@ -2811,9 +2811,159 @@ public:
             progress = apply(UnrollOp::make(scopeLoc(c, s.getDepth())));
       });
     }
-    if (!ok)
+    if (!ok) {
       rollBackTo(before);
-    return ok;
+      return false;
+    }
+    for (const std::string &pid : productIds)
+      stageInShared(pid);
+    return true;
+  }
+
+  /// The reduction slices a block stages in shared memory, tried in turn:
+  /// the largest that divides the reduction and whose tiles fit.
+  static constexpr int64_t kSharedSlices[] = {32, 16, 8};
+
+  /// Shared-memory tiles for a register-tiled product (after
+  /// tileProductForGPU): its first reduction scope K is tiled into slices
+  /// of BK (kSharedSlices), the loop over the slices brought above the
+  /// block's thread scopes, and before each slice the block copies the
+  /// tiles of the operands that its threads read (add_copy at the first
+  /// thread scope, one slot per block, set_location shared), all its
+  /// threads sharing each copy out (mapCopyOverThreads). Each operand
+  /// element then comes from device memory once a block, not once a
+  /// thread row or column, and the register tiles read it from shared
+  /// memory. The outputs' accumulators are stored and reloaded once a
+  /// slice. Skipped (nothing changes) when the tiles of every slice
+  /// overflow half of the shared memory or a move is refused.
+  void stageInShared(StringRef id) {
+    size_t before = env.getMoves().size();
+    auto scopesOf = [&] {
+      SmallVector<ScopeOp> scopes; // outermost first
+      for (auto s = (*findOpAt(id))->getParentOfType<ScopeOp>(); s;
+           s = s->getParentOfType<ScopeOp>())
+        scopes.insert(scopes.begin(), s);
+      return scopes;
+    };
+    SmallVector<ScopeOp> scopes = scopesOf();
+    unsigned g = 0;
+    while (g < scopes.size() && scopes[g].getMapping() == Mapping::grid)
+      ++g;
+    unsigned t = g;
+    while (t < scopes.size() && (scopes[t].getMapping() == Mapping::block ||
+                                 scopes[t].getMapping() == Mapping::warp))
+      ++t;
+    if (g == 0 || t == g || t >= scopes.size() ||
+        scopes[t].getMapping() != Mapping::seq)
+      return;
+    int64_t size = scopes[t].getSize();
+    SmallVector<Mapping> threadMappings;
+    int64_t threads = 1;
+    for (unsigned d = g; d < t; ++d) {
+      threadMappings.push_back(scopes[d].getMapping());
+      threads *= scopes[d].getSize();
+    }
+    auto at = [&](unsigned depth) { return scopeLoc(*findOpAt(id), depth); };
+    for (int64_t slice : kSharedSlices) {
+      if (slice > size || size % slice)
+        continue;
+      bool ok = true;
+      // The slices' loop: K tiled, alone in each thread scope, brought
+      // above them (only sequential scopes swap, so the product's thread
+      // scopes are unmapped meanwhile).
+      if (slice < size)
+        ok = apply(TileScopeOp::make(at(t), slice));
+      for (unsigned d = t; ok && d-- > g;)
+        ok = isolate(id, d);
+      for (unsigned d = g; ok && d < t; ++d)
+        ok = apply(UnsetMappingOp::make(at(d)));
+      if (slice < size)
+        for (unsigned d = t; ok && d-- > g;)
+          ok = apply(SwapNestedScopesOp::make(at(d)));
+      unsigned first = slice < size ? g + 1 : g; // the first thread scope
+      for (unsigned d = 0; ok && d < threadMappings.size(); ++d)
+        ok = apply(threadMappings[d] == Mapping::block
+                       ? GpuBlockOp::make(at(first + d))
+                       : GpuWarpOp::make(at(first + d)));
+      // The operands' tiles, a copy each.
+      SmallVector<std::string> copies;
+      if (ok)
+        for (const std::string &array : getCopyableArrays(scopesOf()[first])) {
+          std::string name = getFreshCopyName(env.getKernel(), array);
+          ok = apply(AddCopyOp::make(at(first), array, name)) &&
+               apply(SetLocationOp::make(bufferLoc(name),
+                                         BufferLocation::shared));
+          if (!ok)
+            break;
+          copies.push_back(name);
+        }
+      int64_t bytes = 0;
+      for (const std::string &name : copies)
+        bytes += perBlockBytes(env.getKernel().lookupArray(name));
+      ok = ok && !copies.empty() && bytes <= target.maxSharedBytes / 2;
+      for (const std::string &name : copies)
+        ok = ok && mapCopyOverThreads(name, threads);
+      if (ok)
+        return;
+      rollBackTo(before);
+    }
+  }
+
+  /// Shares the copy nest writing `name` (add_copy's, one scope per
+  /// dimension) out among `threads` threads of a block: vectorized along
+  /// its last dimension where it can, then its scopes from the innermost
+  /// outwards become thread scopes while they divide the threads left; a
+  /// scope larger than those is tiled, its outer part the threads and its
+  /// inner part a loop of each thread, below the other thread scopes
+  /// (consecutive threads copy consecutive elements: coalesced). Returns
+  /// whether some scope became threads.
+  bool mapCopyOverThreads(StringRef name, int64_t threads) {
+    auto copyOp = [&] {
+      ComputeOp found;
+      env.getKernel().walk([&](ComputeOp op) {
+        if (op.getOut().getArray().getValue() == name)
+          found = op;
+      });
+      return found;
+    };
+    ComputeOp copy = copyOp();
+    unsigned nested = 0; // the copy's own scopes (add_copy's nest)
+    for (auto s = copy->getParentOfType<ScopeOp>();
+         s && llvm::hasSingleElement(s.getBodyBlock()) &&
+         s.getMapping() == Mapping::seq;
+         s = s->getParentOfType<ScopeOp>())
+      ++nested;
+    if (!nested)
+      return false;
+    unsigned top = copy.getDepth() - nested;
+    auto scopeAtDepth = [&](unsigned d) { return scopeAt(scopeLoc(copyOp(), d)); };
+    unsigned inner = copy.getDepth() - 1; // the innermost non-vector scope
+    // (Vectorized, the tile's outer part stays at `inner`.)
+    vectorizeGPU(scopeAtDepth(inner));
+    SmallVector<unsigned> marked;
+    int64_t left = threads;
+    for (unsigned d = inner + 1; d-- > top && left > 1;) {
+      int64_t size = scopeAtDepth(d).getSize();
+      if (left % size == 0) {
+        marked.push_back(d);
+        left /= size;
+        continue;
+      }
+      if (size % left)
+        break;
+      // Threads outside, each thread's loop inside the other threads.
+      if (!apply(TileScopeOp::make(scopeLoc(copyOp(), d), size / left)))
+        return false;
+      for (unsigned k = 0; k < marked.size(); ++k)
+        if (!apply(SwapNestedScopesOp::make(scopeLoc(copyOp(), d + 1 + k))))
+          return false;
+      marked.push_back(d);
+      left = 1;
+    }
+    for (unsigned d : marked)
+      if (!apply(GpuBlockOp::make(scopeLoc(copyOp(), d))))
+        return false;
+    return !marked.empty();
   }
 
   /// The GPU expert: fusion and layout as the CPU expert prepares them,
