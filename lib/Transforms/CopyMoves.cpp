@@ -452,7 +452,7 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
     nest.slots[j] = var;
     var = std::nullopt;
   }
-  nest.top = vars.empty() ? copy.getOperation()
+  nest.top = top == depth ? copy.getOperation()
                           : getEnclosingScope(copy, top).getOperation();
   nest.user = nest.top->getNextNode();
   if (readers.empty()) {

@@ -2820,8 +2820,9 @@ public:
     return true;
   }
 
-  /// The reduction slices a block stages in shared memory, tried in turn:
-  /// the largest that divides the reduction and whose tiles fit.
+  /// The reduction slices a block stages in shared memory, tried in turn
+  /// (a reduction of at most 32 whole first): the largest that divides
+  /// the reduction and whose tiles fit.
   static constexpr int64_t kSharedSlices[] = {32, 16, 8};
 
   /// Shared-memory tiles for a register-tiled product (after
@@ -2864,9 +2865,13 @@ public:
       threads *= scopes[d].getSize();
     }
     auto at = [&](unsigned depth) { return scopeLoc(*findOpAt(id), depth); };
-    for (int64_t slice : kSharedSlices) {
-      if (slice > size || size % slice)
-        continue;
+    SmallVector<int64_t> slices;
+    if (size <= kSharedSlices[0])
+      slices.push_back(size);
+    for (int64_t slice : kSharedSlices)
+      if (slice < size && size % slice == 0)
+        slices.push_back(slice);
+    for (int64_t slice : slices) {
       bool ok = true;
       // The slices' loop: K tiled, alone in each thread scope, brought
       // above them (only sequential scopes swap, so the product's thread
@@ -2875,16 +2880,18 @@ public:
         ok = apply(TileScopeOp::make(at(t), slice));
       for (unsigned d = t; ok && d-- > g;)
         ok = isolate(id, d);
-      for (unsigned d = g; ok && d < t; ++d)
-        ok = apply(UnsetMappingOp::make(at(d)));
-      if (slice < size)
+      unsigned first = g; // the first thread scope
+      if (slice < size) {
+        for (unsigned d = g; ok && d < t; ++d)
+          ok = apply(UnsetMappingOp::make(at(d)));
         for (unsigned d = t; ok && d-- > g;)
           ok = apply(SwapNestedScopesOp::make(at(d)));
-      unsigned first = slice < size ? g + 1 : g; // the first thread scope
-      for (unsigned d = 0; ok && d < threadMappings.size(); ++d)
-        ok = apply(threadMappings[d] == Mapping::block
-                       ? GpuBlockOp::make(at(first + d))
-                       : GpuWarpOp::make(at(first + d)));
+        first = g + 1;
+        for (unsigned d = 0; ok && d < threadMappings.size(); ++d)
+          ok = apply(threadMappings[d] == Mapping::block
+                         ? GpuBlockOp::make(at(first + d))
+                         : GpuWarpOp::make(at(first + d)));
+      }
       // The operands' tiles, a copy each.
       SmallVector<std::string> copies;
       if (ok)
@@ -2903,6 +2910,7 @@ public:
       ok = ok && !copies.empty() && bytes <= target.maxSharedBytes / 2;
       for (const std::string &name : copies)
         ok = ok && mapCopyOverThreads(name, threads);
+
       if (ok)
         return;
       rollBackTo(before);
@@ -2912,11 +2920,13 @@ public:
   /// Shares the copy nest writing `name` (add_copy's, one scope per
   /// dimension) out among `threads` threads of a block: vectorized along
   /// its last dimension where it can, then its scopes from the innermost
-  /// outwards become thread scopes while they divide the threads left; a
-  /// scope larger than those is tiled, its outer part the threads and its
-  /// inner part a loop of each thread, below the other thread scopes
-  /// (consecutive threads copy consecutive elements: coalesced). Returns
-  /// whether some scope became threads.
+  /// outwards become thread scopes while threads are left (a scope of n
+  /// takes n of them, the block's threads divided by n remain); a scope
+  /// larger than the threads left is tiled by its largest divisor that
+  /// fits, its outer part the threads and its inner part a loop of each
+  /// thread, below the other thread scopes (consecutive threads copy
+  /// consecutive elements: coalesced). Returns whether some scope became
+  /// threads.
   bool mapCopyOverThreads(StringRef name, int64_t threads) {
     auto copyOp = [&] {
       ComputeOp found;
@@ -2942,23 +2952,28 @@ public:
     vectorizeGPU(scopeAtDepth(inner));
     SmallVector<unsigned> marked;
     int64_t left = threads;
-    for (unsigned d = inner + 1; d-- > top && left > 1;) {
+    // (At most 3 nested block scopes: a GPU block's dimensions.)
+    for (unsigned d = inner + 1; d-- > top && left > 1 && marked.size() < 3;) {
       int64_t size = scopeAtDepth(d).getSize();
-      if (left % size == 0) {
+      if (size <= left) {
         marked.push_back(d);
-        left /= size;
+        left /= size; // (a scope of 66 leaves 3 of 256 threads, 58 idle)
         continue;
       }
-      if (size % left)
+      // Threads outside (the largest divisor that fits), each thread's
+      // loop inside the other threads.
+      int64_t q = left;
+      while (size % q)
+        --q;
+      if (q < 2)
         break;
-      // Threads outside, each thread's loop inside the other threads.
-      if (!apply(TileScopeOp::make(scopeLoc(copyOp(), d), size / left)))
+      if (!apply(TileScopeOp::make(scopeLoc(copyOp(), d), size / q)))
         return false;
       for (unsigned k = 0; k < marked.size(); ++k)
         if (!apply(SwapNestedScopesOp::make(scopeLoc(copyOp(), d + 1 + k))))
           return false;
       marked.push_back(d);
-      left = 1;
+      break;
     }
     for (unsigned d : marked)
       if (!apply(GpuBlockOp::make(scopeLoc(copyOp(), d))))
