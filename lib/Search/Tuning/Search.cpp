@@ -2903,6 +2903,7 @@ public:
           if (!ok)
             break;
           copies.push_back(name);
+          ok = rowsLast(id, name);
         }
       int64_t bytes = 0;
       for (const std::string &name : copies)
@@ -2915,6 +2916,44 @@ public:
         return;
       rollBackTo(before);
     }
+  }
+
+  /// The padding of a transposed tile's rows (rowsLast), in elements.
+  static constexpr int64_t kTransposedPad = 4;
+
+  /// A copy of product `id`'s operand that its thread reads at its TM
+  /// unrolled rows (matmul's A_c[.., row, k]) is stored with the rows last
+  /// (permute_dims: A_c[.., k, row]), so that a thread's rows at one k are
+  /// consecutive and load as vectors from shared memory rather than one
+  /// at a time; the rows are padded by kTransposedPad so that the copy's
+  /// stores, consecutive along k and a row apart, spread over 8 of the 32
+  /// banks (4 ways) instead of one, and keep 16-byte alignment. Other
+  /// copies stay as they are. Returns false if a move is refused.
+  bool rowsLast(StringRef id, StringRef name) {
+    ComputeOp op = *findOpAt(id);
+    unsigned rows = 0, rank = 0;
+    bool found = false;
+    for (Attribute input : op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access || access.getArray().getValue() != name)
+        continue;
+      ArrayRef<LinearForm> forms = access.getLinearForms();
+      rank = forms.size();
+      for (auto [d, form] : llvm::enumerate(forms))
+        for (auto s = op->getParentOfType<ScopeOp>(); s;
+             s = s->getParentOfType<ScopeOp>())
+          if (s.getMapping() == Mapping::unroll &&
+              form.coeff(s.getDepth()) == 1 && d + 1 < forms.size()) {
+            rows = d;
+            found = true;
+          }
+    }
+    if (!found)
+      return true;
+    for (unsigned d = rows; d + 1 < rank; ++d)
+      if (!apply(PermuteDimsOp::make(bufferLoc(name, d))))
+        return false;
+    return apply(PadDimOp::make(bufferLoc(name, rank - 1), kTransposedPad));
   }
 
   /// Shares the copy nest writing `name` (add_copy's, one scope per
