@@ -160,6 +160,32 @@ private:
   LogicalResult lowerUniformLoop(ScopeOp scope);
   /// A block or warp scope: the next digit of the thread index.
   LogicalResult lowerThreadScope(ScopeOp scope);
+  /// Makes `scope`'s variable the next digit of the thread index (on
+  /// `ivs`); returns the context to restore.
+  ThreadContext enterThreadScope(ScopeOp scope);
+  /// Whether this thread runs a node without thread scopes here (null:
+  /// every thread).
+  Value singleGuard();
+  /// A register tile that the sequential scope `loop` (run by every
+  /// thread) can carry: the tile's scope at the end of a chain of thread
+  /// scopes among the loop's children, whose output nothing else in the
+  /// loop touches and whose elements do not depend on the loop.
+  struct Carry {
+    SmallVector<ScopeOp> chain;
+    ScopeOp tileScope;
+    ComputeOp op;
+    SmallVector<ScopeOp> unrolls;
+    TileSlots slots;
+    CarriedTile values;
+  };
+  SmallVector<std::unique_ptr<Carry>> findCarries(ScopeOp loop);
+  /// Runs `emit` with the variables of `carry`'s thread chain bound (the
+  /// loop's own variable, unused by the tile's elements, as 0), inside the
+  /// guard of the tile's threads; `emit` returns the values the guarded
+  /// region yields (`fallback` for threads without work).
+  SmallVector<Value> atCarriedThreads(
+      ScopeOp loop, Carry &carry, ValueRange fallback,
+      function_ref<SmallVector<Value>()> emit);
   /// A node without thread scopes: run by the one thread of the context.
   LogicalResult lowerSingle(Operation *op);
 
@@ -491,8 +517,7 @@ LogicalResult GPUKernelLowering::lowerUniform(ArrayRef<Operation *> ops) {
   return success();
 }
 
-LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
-  loc = op->getLoc();
+Value GPUKernelLowering::singleGuard() {
   // This thread's work: valid, and the first of the threads that the
   // enclosing thread scopes left over.
   Value guard = threads.valid;
@@ -502,15 +527,45 @@ LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
     guard =
         guard ? arith::AndIOp::create(b, loc, guard, first).getResult() : first;
   }
-  if (!guard)
-    return lowerNode(*op);
-  OpBuilder::InsertionGuard insertion(b);
-  auto branch = scf::IfOp::create(b, loc, guard, /*withElse=*/false);
-  b.setInsertionPointToStart(branch.thenBlock());
-  return lowerNode(*op);
+  return guard;
 }
 
-LogicalResult GPUKernelLowering::lowerThreadScope(ScopeOp scope) {
+LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
+  loc = op->getLoc();
+  Value guard = singleGuard();
+  if (!guard)
+    return lowerNode(*op);
+  // A register tile that an enclosing loop carries passes its
+  // accumulators through the guard: a thread without work keeps them.
+  CarriedTile *carried = nullptr;
+  op->walk([&](ComputeOp c) {
+    if (CarriedTile *t = carriedTiles.lookup(c))
+      carried = t;
+  });
+  OpBuilder::InsertionGuard insertion(b);
+  if (!carried) {
+    auto branch = scf::IfOp::create(b, loc, guard, /*withElse=*/false);
+    b.setInsertionPointToStart(branch.thenBlock());
+    return lowerNode(*op);
+  }
+  auto branch = scf::IfOp::create(b, loc, ValueRange(carried->inits).getTypes(),
+                                  guard, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(b, loc, carried->inits);
+  b.setInsertionPointToStart(branch.thenBlock());
+  if (failed(lowerNode(*op)))
+    return failure();
+  if (carried->results.size() != carried->inits.size())
+    return op->emitError("internal error: a carried register tile was not "
+                         "lowered as one");
+  scf::YieldOp::create(b, loc, carried->results);
+  carried->results.assign(branch.getResults().begin(),
+                          branch.getResults().end());
+  return success();
+}
+
+GPUKernelLowering::ThreadContext
+GPUKernelLowering::enterThreadScope(ScopeOp scope) {
   loc = scope.getLoc();
   SmallVector<Operation *> children;
   for (Operation &child : scope.getBodyBlock())
@@ -534,30 +589,175 @@ LogicalResult GPUKernelLowering::lowerThreadScope(ScopeOp scope) {
   }
   threads = {rest, inner, valid};
   ivs.push_back(iv);
+  return outer;
+}
+
+LogicalResult GPUKernelLowering::lowerThreadScope(ScopeOp scope) {
+  ThreadContext outer = enterThreadScope(scope);
+  SmallVector<Operation *> children;
+  for (Operation &child : scope.getBodyBlock())
+    children.push_back(&child);
   LogicalResult result = lowerUniform(children);
   ivs.pop_back();
   threads = outer;
   return result;
 }
 
+SmallVector<std::unique_ptr<GPUKernelLowering::Carry>>
+GPUKernelLowering::findCarries(ScopeOp loop) {
+  SmallVector<std::unique_ptr<Carry>> carries;
+  if (loop.getMapping() != Mapping::seq)
+    return carries;
+  for (Operation &child : loop.getBodyBlock()) {
+    auto carry = std::make_unique<Carry>();
+    Operation *node = &child;
+    while (node && isThreadScope(node)) {
+      auto t = cast<ScopeOp>(node);
+      carry->chain.push_back(t);
+      node = llvm::hasSingleElement(t.getBodyBlock())
+                 ? &t.getBodyBlock().front()
+                 : nullptr;
+    }
+    carry->tileScope = dyn_cast_or_null<ScopeOp>(node);
+    if (carry->chain.empty() || !carry->tileScope ||
+        carry->tileScope.getMapping() != Mapping::seq)
+      continue;
+    carry->op = getRegisterTile(carry->tileScope, carry->unrolls);
+    if (!carry->op || cast<ScopeOp>(carry->op->getParentOp()).getMapping() ==
+                          Mapping::vector)
+      continue; // (scalar tiles only)
+    Operation *out = bufferOf(carry->op.getOut().getArray().getValue());
+    if (placement.lookup(out) == Placement::Private ||
+        llvm::any_of(carry->op.getOut().getLinearForms(),
+                     [&](const LinearForm &form) {
+                       return form.coeff(loop.getDepth()) != 0;
+                     }))
+      continue;
+    bool alone = true;
+    loop.walk([&](ComputeOp other) {
+      if (other != carry->op && accesses(other).count(out))
+        alone = false;
+    });
+    if (!alone)
+      continue;
+    carry->slots = getTileSlots(carry->op, carry->unrolls);
+    carries.push_back(std::move(carry));
+  }
+  return carries;
+}
+
+SmallVector<Value> GPUKernelLowering::atCarriedThreads(
+    ScopeOp loop, Carry &carry, ValueRange fallback,
+    function_ref<SmallVector<Value>()> emit) {
+  unsigned base = ivs.size();
+  ThreadContext outer = threads;
+  ivs.push_back(constantIndex(0)); // the loop's variable
+  for (ScopeOp t : carry.chain)
+    enterThreadScope(t);
+  loc = carry.op.getLoc();
+  Value guard = singleGuard();
+  SmallVector<Value> values;
+  if (!guard) {
+    values = emit();
+  } else {
+    OpBuilder::InsertionGuard insertion(b);
+    auto branch = scf::IfOp::create(b, loc, fallback.getTypes(), guard,
+                                    /*withElseRegion=*/!fallback.empty());
+    b.setInsertionPointToStart(branch.thenBlock());
+    SmallVector<Value> yielded = emit();
+    if (!fallback.empty()) {
+      scf::YieldOp::create(b, loc, yielded);
+      b.setInsertionPointToStart(branch.elseBlock());
+      scf::YieldOp::create(b, loc, fallback);
+    }
+    values.assign(branch.getResults().begin(), branch.getResults().end());
+  }
+  ivs.resize(base);
+  threads = outer;
+  return values;
+}
+
 LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
   loc = scope.getLoc();
   if (scope.getMapping() == Mapping::vector)
     return scope.emitError("a vector scope may hold only operations");
-  OpBuilder::InsertionGuard guard(b);
-  beginLoop(scope);
+  // Register tiles whose accumulators stay in registers across the loop
+  // (a product staged in shared memory a slice at a time: the slices'
+  // loop holds the copies and the tile): loaded before the loop, carried
+  // as its iteration arguments, stored after it. Otherwise each
+  // iteration would store them, since LLVM sinks no store past the
+  // loop's barriers.
+  SmallVector<std::unique_ptr<Carry>> carries = findCarries(scope);
+  SmallVector<Value> inits;
+  for (auto &carry : carries) {
+    Type type = elementType(carry->op.getOut().getArray().getValue());
+    SmallVector<Value> zeros(carry->slots.first.size(),
+                             arith::ConstantOp::create(b, loc, type,
+                                                       b.getZeroAttr(type)));
+    llvm::append_range(inits, atCarriedThreads(scope, *carry, zeros, [&] {
+                         return loadTile(carry->tileScope, carry->op,
+                                         carry->unrolls, carry->slots);
+                       }));
+  }
+  loc = scope.getLoc();
   SmallVector<Operation *> children;
   for (Operation &child : scope.getBodyBlock())
     children.push_back(&child);
-  LogicalResult result = lowerUniform(children);
-  ivs.pop_back();
-  if (failed(result))
-    return failure();
-  // The next iteration's threads may touch what this one's wrote.
-  AccessSet body = accesses(scope);
-  if (conflict(body, body)) {
-    loc = scope.getLoc();
-    gpu::BarrierOp::create(b, loc);
+  scf::ForOp loop;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    if (carries.empty()) {
+      loop = beginLoop(scope);
+    } else {
+      loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                constantIndex(scope.getSize()),
+                                constantIndex(1), inits);
+      b.setInsertionPointToStart(loop.getBody());
+      ivs.push_back(loop.getInductionVar());
+      unsigned next = 0;
+      for (auto &carry : carries) {
+        unsigned n = carry->slots.first.size();
+        carry->values.inits.assign(
+            loop.getRegionIterArgs().begin() + next,
+            loop.getRegionIterArgs().begin() + next + n);
+        next += n;
+        carriedTiles[carry->op] = &carry->values;
+      }
+    }
+    LogicalResult result = lowerUniform(children);
+    ivs.pop_back();
+    for (auto &carry : carries)
+      carriedTiles.erase(carry->op);
+    if (failed(result))
+      return failure();
+    // The next iteration's threads may touch what this one's wrote.
+    AccessSet body = accesses(scope);
+    if (conflict(body, body)) {
+      loc = scope.getLoc();
+      gpu::BarrierOp::create(b, loc);
+    }
+    if (!carries.empty()) {
+      SmallVector<Value> results;
+      for (auto &carry : carries) {
+        if (carry->values.results.size() != carry->slots.first.size())
+          return carry->op.emitError(
+              "internal error: a carried register tile was not lowered as "
+              "one");
+        llvm::append_range(results, carry->values.results);
+      }
+      scf::YieldOp::create(b, loc, results);
+    }
+  }
+  unsigned next = 0;
+  for (auto &carry : carries) {
+    unsigned n = carry->slots.first.size();
+    ValueRange values = loop.getResults().slice(next, n);
+    next += n;
+    atCarriedThreads(scope, *carry, {}, [&] {
+      storeTile(carry->tileScope, carry->op, carry->unrolls, carry->slots,
+                values);
+      return SmallVector<Value>();
+    });
   }
   return success();
 }

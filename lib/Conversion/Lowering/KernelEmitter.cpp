@@ -595,48 +595,95 @@ ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
   return op;
 }
 
-LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
-                                                ArrayRef<ScopeOp> unrolls) {
-  // The vector scope around the operation, or none (a scalar tile).
-  auto vec = cast<ScopeOp>(op->getParentOp());
-  if (vec.getMapping() != Mapping::vector)
-    vec = {};
+KernelEmitter::TileSlots
+KernelEmitter::getTileSlots(ComputeOp op, ArrayRef<ScopeOp> unrolls) {
+  TileSlots tile;
+  tile.combos = unrolledInstances(unrolls);
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+  std::map<SmallVector<int64_t>, unsigned> slots;
+  for (auto [i, combo] : llvm::enumerate(tile.combos)) {
+    auto [it, added] = slots.try_emplace(
+        instanceOffset(forms, unrolls, combo), tile.first.size());
+    tile.slot.push_back(it->second);
+    if (added)
+      tile.first.push_back(i);
+  }
+  return tile;
+}
+
+/// The vector scope around a register tile's operation, or null (a scalar
+/// tile).
+static ScopeOp tileVectorScope(ComputeOp op) {
+  auto vec = dyn_cast<ScopeOp>(op->getParentOp());
+  return vec && vec.getMapping() == Mapping::vector ? vec : ScopeOp();
+}
+
+void KernelEmitter::bindTileInstance(ScopeOp scope, Value sVar,
+                                     ArrayRef<int64_t> combo, ComputeOp op) {
+  ivs.resize(scope.getDepth());
+  ivs.push_back(sVar);
+  for (int64_t c : combo)
+    ivs.push_back(constantIndex(c));
+  if (tileVectorScope(op))
+    ivs.push_back(Value()); // the lanes
+}
+
+SmallVector<Value> KernelEmitter::loadTile(ScopeOp scope, ComputeOp op,
+                                           ArrayRef<ScopeOp> unrolls,
+                                           const TileSlots &tile) {
+  ScopeOp vec = tileVectorScope(op);
   Type type = elementType(op.getOut().getArray().getValue());
   Value memref = memrefs.lookup(op.getOut().getArray().getValue());
-  // Every instance of the unrolled scopes, as constants per depth.
-  SmallVector<SmallVector<int64_t>> combos = unrolledInstances(unrolls);
+  auto vecType = dyn_cast<VectorType>(vectorOf(type));
+  unsigned base = ivs.size();
+  SmallVector<Value> values;
+  for (unsigned i : tile.first) {
+    bindTileInstance(scope, constantIndex(0), tile.combos[i], op);
+    SmallVector<Value> at = indices(op.getOut(), 0);
+    values.push_back(vec ? KernelEmitter::emitVectorLoad(vecType, memref, at,
+                                                         op.getOut())
+                         : memref::LoadOp::create(b, loc, memref, at));
+  }
+  ivs.resize(base);
+  return values;
+}
+
+void KernelEmitter::storeTile(ScopeOp scope, ComputeOp op,
+                              ArrayRef<ScopeOp> unrolls, const TileSlots &tile,
+                              ValueRange values) {
+  ScopeOp vec = tileVectorScope(op);
+  Value memref = memrefs.lookup(op.getOut().getArray().getValue());
+  unsigned base = ivs.size();
+  for (auto [i, first] : llvm::enumerate(tile.first)) {
+    bindTileInstance(scope, constantIndex(0), tile.combos[first], op);
+    SmallVector<Value> at = indices(op.getOut(), 0);
+    if (vec)
+      KernelEmitter::emitVectorStore(values[i], memref, at, op.getOut(),
+                                     /*reduce=*/true);
+    else
+      memref::StoreOp::create(b, loc, values[i], memref, at);
+  }
+  ivs.resize(base);
+}
+
+LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
+                                                ArrayRef<ScopeOp> unrolls) {
   // The scope S itself and the unrolled scopes occupy the depths from
   // S's on; the lane depth (of a vector tile) follows them.
   unsigned base = ivs.size();
-  auto bind = [&](Value sVar, ArrayRef<int64_t> combo) {
-    ivs.resize(base);
-    ivs.push_back(sVar);
-    for (int64_t c : combo)
-      ivs.push_back(constantIndex(c));
-    if (vec)
-      ivs.push_back(Value()); // the lanes
-  };
+  ScopeOp vec = tileVectorScope(op);
+  Type type = elementType(op.getOut().getArray().getValue());
   if (vec)
     enterLanes(vec, op);
-  auto vecType = dyn_cast<VectorType>(vectorOf(type));
   // One accumulator per distinct output vector, in the order of the
-  // instances that first update it; `slot[i]` is instance i's.
-  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-  std::map<SmallVector<int64_t>, unsigned> slots;
-  SmallVector<unsigned> slot;
-  SmallVector<Value> inits;
-  for (ArrayRef<int64_t> combo : combos) {
-    auto [it, added] = slots.try_emplace(
-        instanceOffset(forms, unrolls, combo), inits.size());
-    slot.push_back(it->second);
-    if (!added)
-      continue;
-    bind(constantIndex(0), combo);
-    SmallVector<Value> at = indices(op.getOut(), 0);
-    inits.push_back(vec ? KernelEmitter::emitVectorLoad(vecType, memref, at,
-                                                        op.getOut())
-                        : memref::LoadOp::create(b, loc, memref, at));
-  }
+  // instances that first update it; `slot[i]` is instance i's. A tile
+  // carried through an enclosing loop (carriedTiles) starts from that
+  // loop's values and hands its results back instead of loading and
+  // storing.
+  TileSlots tile = getTileSlots(op, unrolls);
+  CarriedTile *carried = carriedTiles.lookup(op);
+  SmallVector<Value> inits =
+      carried ? carried->inits : loadTile(scope, op, unrolls, tile);
   auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                  constantIndex(scope.getSize()),
                                  constantIndex(1), inits);
@@ -644,8 +691,8 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> next(loop.getRegionIterArgs());
-    for (auto [combo, i] : llvm::zip(combos, slot)) {
-      bind(loop.getInductionVar(), combo);
+    for (auto [combo, i] : llvm::zip(tile.combos, tile.slot)) {
+      bindTileInstance(scope, loop.getInductionVar(), combo, op);
       loc = op.getLoc();
       std::string error;
       Value value = compute(op, type, error);
@@ -658,20 +705,12 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
     }
     scf::YieldOp::create(b, loc, next);
   }
-  SmallVector<bool> stored(inits.size(), false);
-  for (auto [combo, i] : llvm::zip(combos, slot)) {
-    if (stored[i])
-      continue;
-    stored[i] = true;
-    bind(constantIndex(0), combo);
-    SmallVector<Value> at = indices(op.getOut(), 0);
-    if (vec)
-      KernelEmitter::emitVectorStore(loop.getResult(i), memref, at,
-                                     op.getOut(), /*reduce=*/true);
-    else
-      memref::StoreOp::create(b, loc, loop.getResult(i), memref, at);
-  }
   ivs.resize(base);
+  if (carried)
+    carried->results.assign(loop.getResults().begin(),
+                            loop.getResults().end());
+  else
+    storeTile(scope, op, unrolls, tile, loop.getResults());
   lanes = {};
   return success();
 }

@@ -150,6 +150,34 @@ protected:
   /// multiply-add for the others).
   LogicalResult lowerRegisterTile(ScopeOp scope, ComputeOp op,
                                   ArrayRef<ScopeOp> unrolls);
+  /// A register tile's accumulators: per instance of the unrolled scopes
+  /// (`combos`, in order), the accumulator it updates (`slot`); per
+  /// accumulator, the first instance that updates it (`first`).
+  struct TileSlots {
+    SmallVector<SmallVector<int64_t>> combos;
+    SmallVector<unsigned> slot, first;
+  };
+  TileSlots getTileSlots(ComputeOp op, ArrayRef<ScopeOp> unrolls);
+  /// Binds the variables from S's depth on: S's to `sVar`, the unrolled
+  /// scopes' to the instance `combo`, the lanes' (a vector tile) to none.
+  void bindTileInstance(ScopeOp scope, Value sVar, ArrayRef<int64_t> combo,
+                        ComputeOp op);
+  /// Loads (stores) a register tile's accumulators from (to) its output,
+  /// with the variables of the scopes around S bound (and the lanes
+  /// entered for a vector tile).
+  SmallVector<Value> loadTile(ScopeOp scope, ComputeOp op,
+                              ArrayRef<ScopeOp> unrolls,
+                              const TileSlots &tile);
+  void storeTile(ScopeOp scope, ComputeOp op, ArrayRef<ScopeOp> unrolls,
+                 const TileSlots &tile, ValueRange values);
+  /// A register tile whose accumulators an enclosing loop carries (the GPU
+  /// lowering's slices of a product staged in shared memory): the tile
+  /// starts from `inits` and leaves its results in `results` rather than
+  /// loading and storing its output.
+  struct CarriedTile {
+    SmallVector<Value> inits, results;
+  };
+  llvm::DenseMap<Operation *, CarriedTile *> carriedTiles;
   /// Vector registers a vector register tile may hold (of AVX-512's 32,
   /// the rest for the loaded operands), and unrolled instances it may have
   /// (code size: a 3 x 3 window over 4 x 3 vectors is 108).
