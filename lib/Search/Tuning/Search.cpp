@@ -2824,7 +2824,8 @@ public:
 
   /// The reduction slices a block stages in shared memory, tried in turn
   /// (a reduction of at most 32 whole first): the largest that divides
-  /// the reduction and whose tiles fit.
+  /// the reduction and whose tiles fit in half of the shared memory, else
+  /// in all of it.
   static constexpr int64_t kSharedSlices[] = {32, 16, 8};
 
   /// Shared-memory tiles for a register-tiled product (after
@@ -2836,9 +2837,9 @@ public:
   /// threads sharing each copy out (mapCopyOverThreads). Each operand
   /// element then comes from device memory once a block, not once a
   /// thread row or column, and the register tiles read it from shared
-  /// memory. The outputs' accumulators are stored and reloaded once a
-  /// slice. Skipped (nothing changes) when the tiles of every slice
-  /// overflow half of the shared memory or a move is refused.
+  /// memory; the lowering keeps the accumulators in registers across the
+  /// slices. Skipped (nothing changes) when the tiles of every slice
+  /// overflow the shared memory or a move is refused.
   void stageInShared(StringRef id) {
     size_t before = env.getMoves().size();
     auto scopesOf = [&] {
@@ -2873,6 +2874,9 @@ public:
     for (int64_t slice : kSharedSlices)
       if (slice < size && size % slice == 0)
         slices.push_back(slice);
+    // Half of the shared memory leaves room for several blocks a
+    // multiprocessor; only when no slice fits that, all of it.
+    for (int64_t limit : {target.maxSharedBytes / 2, target.maxSharedBytes})
     for (int64_t slice : slices) {
       bool ok = true;
       // The slices' loop: K tiled, alone in each thread scope, brought
@@ -2910,7 +2914,7 @@ public:
       int64_t bytes = 0;
       for (const std::string &name : copies)
         bytes += perBlockBytes(env.getKernel().lookupArray(name));
-      ok = ok && !copies.empty() && bytes <= target.maxSharedBytes / 2;
+      ok = ok && !copies.empty() && bytes <= limit;
       for (const std::string &name : copies)
         ok = ok && mapCopyOverThreads(name, threads);
 
