@@ -292,9 +292,9 @@ void mlir::perfdojo::addCopy(RewriterBase &rewriter, ScopeOp scope,
   }
   llvm::append_range(shape, tile.extent);
   SmallVector<int64_t> reuse(shape.size(), 0);
-  BufferOp::create(rewriter, loc, name, Role::tmp,
-                   tile.source.getElementType(), shape, reuse,
-                   BufferLocation::heap, rewriter.getStrArrayAttr({name}));
+  BufferOp::create(rewriter, loc, name, Role::tmp, tile.source.getElementType(),
+                   shape, reuse, BufferLocation::heap,
+                   rewriter.getStrArrayAttr({name}));
 
   // The nest: one scope per dimension of more than one element.
   rewriter.setInsertionPoint(scope);
@@ -436,9 +436,9 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
   // may index a dimension only as a slot: a concurrent scope's
   // iterations each copy into their own.
   unsigned top = depth;
-  while (top > 0 && vars.contains(top - 1) &&
-         llvm::hasSingleElement(
-             getEnclosingScope(copy, top - 1).getBodyBlock()))
+  while (
+      top > 0 && vars.contains(top - 1) &&
+      llvm::hasSingleElement(getEnclosingScope(copy, top - 1).getBodyBlock()))
     --top;
   nest.topDepth = top;
   for (auto [j, var] : llvm::enumerate(nest.dims)) {
@@ -473,9 +473,11 @@ static FailureOr<CopyNest> matchCopy(BufferOp buffer, std::string &reason) {
       if (auto access = dyn_cast<AccessAttr>(input);
           access && access.getArray().getValue() == name)
         for (auto [j, slot] : llvm::enumerate(nest.slots))
-          if (slot && !(access.getLinearForms()[j] == LinearForm::ofDim(*slot))) {
-            reason = "a read of '" + name.str() + "' does not index dimension " +
-                     std::to_string(j) + " by {" + std::to_string(*slot) +
+          if (slot &&
+              !(access.getLinearForms()[j] == LinearForm::ofDim(*slot))) {
+            reason = "a read of '" + name.str() +
+                     "' does not index dimension " + std::to_string(j) +
+                     " by {" + std::to_string(*slot) +
                      "}, the slot its copy writes";
             return failure();
           }

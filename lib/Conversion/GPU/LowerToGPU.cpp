@@ -183,9 +183,9 @@ private:
   /// loop's own variable, unused by the tile's elements, as 0), inside the
   /// guard of the tile's threads; `emit` returns the values the guarded
   /// region yields (`fallback` for threads without work).
-  SmallVector<Value> atCarriedThreads(
-      ScopeOp loop, Carry &carry, ValueRange fallback,
-      function_ref<SmallVector<Value>()> emit);
+  SmallVector<Value> atCarriedThreads(ScopeOp loop, Carry &carry,
+                                      ValueRange fallback,
+                                      function_ref<SmallVector<Value>()> emit);
   /// A node without thread scopes: run by the one thread of the context.
   LogicalResult lowerSingle(Operation *op);
 
@@ -623,8 +623,8 @@ GPUKernelLowering::findCarries(ScopeOp loop) {
         carry->tileScope.getMapping() != Mapping::seq)
       continue;
     carry->op = getRegisterTile(carry->tileScope, carry->unrolls);
-    if (!carry->op || cast<ScopeOp>(carry->op->getParentOp()).getMapping() ==
-                          Mapping::vector)
+    if (!carry->op ||
+        cast<ScopeOp>(carry->op->getParentOp()).getMapping() == Mapping::vector)
       continue; // (scalar tiles only)
     Operation *out = bufferOf(carry->op.getOut().getArray().getValue());
     if (placement.lookup(out) == Placement::Private ||
@@ -646,9 +646,10 @@ GPUKernelLowering::findCarries(ScopeOp loop) {
   return carries;
 }
 
-SmallVector<Value> GPUKernelLowering::atCarriedThreads(
-    ScopeOp loop, Carry &carry, ValueRange fallback,
-    function_ref<SmallVector<Value>()> emit) {
+SmallVector<Value>
+GPUKernelLowering::atCarriedThreads(ScopeOp loop, Carry &carry,
+                                    ValueRange fallback,
+                                    function_ref<SmallVector<Value>()> emit) {
   unsigned base = ivs.size();
   ThreadContext outer = threads;
   ivs.push_back(constantIndex(0)); // the loop's variable
@@ -691,9 +692,9 @@ LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
   SmallVector<Value> inits;
   for (auto &carry : carries) {
     Type type = elementType(carry->op.getOut().getArray().getValue());
-    SmallVector<Value> zeros(carry->slots.first.size(),
-                             arith::ConstantOp::create(b, loc, type,
-                                                       b.getZeroAttr(type)));
+    SmallVector<Value> zeros(
+        carry->slots.first.size(),
+        arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type)));
     llvm::append_range(inits, atCarriedThreads(scope, *carry, zeros, [&] {
                          return loadTile(carry->tileScope, carry->op,
                                          carry->unrolls, carry->slots);
@@ -717,9 +718,8 @@ LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
       unsigned next = 0;
       for (auto &carry : carries) {
         unsigned n = carry->slots.first.size();
-        carry->values.inits.assign(
-            loop.getRegionIterArgs().begin() + next,
-            loop.getRegionIterArgs().begin() + next + n);
+        carry->values.inits.assign(loop.getRegionIterArgs().begin() + next,
+                                   loop.getRegionIterArgs().begin() + next + n);
         next += n;
         carriedTiles[carry->op] = &carry->values;
       }

@@ -602,8 +602,8 @@ KernelEmitter::getTileSlots(ComputeOp op, ArrayRef<ScopeOp> unrolls) {
   SmallVector<LinearForm> forms(op.getOut().getLinearForms());
   std::map<SmallVector<int64_t>, unsigned> slots;
   for (auto [i, combo] : llvm::enumerate(tile.combos)) {
-    auto [it, added] = slots.try_emplace(
-        instanceOffset(forms, unrolls, combo), tile.first.size());
+    auto [it, added] = slots.try_emplace(instanceOffset(forms, unrolls, combo),
+                                         tile.first.size());
     tile.slot.push_back(it->second);
     if (added)
       tile.first.push_back(i);
@@ -640,9 +640,9 @@ SmallVector<Value> KernelEmitter::loadTile(ScopeOp scope, ComputeOp op,
   for (unsigned i : tile.first) {
     bindTileInstance(scope, constantIndex(0), tile.combos[i], op);
     SmallVector<Value> at = indices(op.getOut(), 0);
-    values.push_back(vec ? KernelEmitter::emitVectorLoad(vecType, memref, at,
-                                                         op.getOut())
-                         : memref::LoadOp::create(b, loc, memref, at));
+    values.push_back(
+        vec ? KernelEmitter::emitVectorLoad(vecType, memref, at, op.getOut())
+            : memref::LoadOp::create(b, loc, memref, at));
   }
   ivs.resize(base);
   return values;
@@ -667,7 +667,7 @@ void KernelEmitter::storeTile(ScopeOp scope, ComputeOp op,
 }
 
 LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
-                                                ArrayRef<ScopeOp> unrolls) {
+                                               ArrayRef<ScopeOp> unrolls) {
   // The scope S itself and the unrolled scopes occupy the depths from
   // S's on; the lane depth (of a vector tile) follows them.
   unsigned base = ivs.size();
@@ -707,8 +707,7 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   }
   ivs.resize(base);
   if (carried)
-    carried->results.assign(loop.getResults().begin(),
-                            loop.getResults().end());
+    carried->results.assign(loop.getResults().begin(), loop.getResults().end());
   else
     storeTile(scope, op, unrolls, tile, loop.getResults());
   lanes = {};

@@ -2877,51 +2877,52 @@ public:
     // Half of the shared memory leaves room for several blocks a
     // multiprocessor; only when no slice fits that, all of it.
     for (int64_t limit : {target.maxSharedBytes / 2, target.maxSharedBytes})
-    for (int64_t slice : slices) {
-      bool ok = true;
-      // The slices' loop: K tiled, alone in each thread scope, brought
-      // above them (only sequential scopes swap, so the product's thread
-      // scopes are unmapped meanwhile).
-      if (slice < size)
-        ok = apply(TileScopeOp::make(at(t), slice));
-      for (unsigned d = t; ok && d-- > g;)
-        ok = isolate(id, d);
-      unsigned first = g; // the first thread scope
-      if (slice < size) {
-        for (unsigned d = g; ok && d < t; ++d)
-          ok = apply(UnsetMappingOp::make(at(d)));
+      for (int64_t slice : slices) {
+        bool ok = true;
+        // The slices' loop: K tiled, alone in each thread scope, brought
+        // above them (only sequential scopes swap, so the product's thread
+        // scopes are unmapped meanwhile).
+        if (slice < size)
+          ok = apply(TileScopeOp::make(at(t), slice));
         for (unsigned d = t; ok && d-- > g;)
-          ok = apply(SwapNestedScopesOp::make(at(d)));
-        first = g + 1;
-        for (unsigned d = 0; ok && d < threadMappings.size(); ++d)
-          ok = apply(threadMappings[d] == Mapping::block
-                         ? GpuBlockOp::make(at(first + d))
-                         : GpuWarpOp::make(at(first + d)));
-      }
-      // The operands' tiles, a copy each.
-      SmallVector<std::string> copies;
-      if (ok)
-        for (const std::string &array : getCopyableArrays(scopesOf()[first])) {
-          std::string name = getFreshCopyName(env.getKernel(), array);
-          ok = apply(AddCopyOp::make(at(first), array, name)) &&
-               apply(SetLocationOp::make(bufferLoc(name),
-                                         BufferLocation::shared));
-          if (!ok)
-            break;
-          copies.push_back(name);
-          ok = rowsLast(id, name);
+          ok = isolate(id, d);
+        unsigned first = g; // the first thread scope
+        if (slice < size) {
+          for (unsigned d = g; ok && d < t; ++d)
+            ok = apply(UnsetMappingOp::make(at(d)));
+          for (unsigned d = t; ok && d-- > g;)
+            ok = apply(SwapNestedScopesOp::make(at(d)));
+          first = g + 1;
+          for (unsigned d = 0; ok && d < threadMappings.size(); ++d)
+            ok = apply(threadMappings[d] == Mapping::block
+                           ? GpuBlockOp::make(at(first + d))
+                           : GpuWarpOp::make(at(first + d)));
         }
-      int64_t bytes = 0;
-      for (const std::string &name : copies)
-        bytes += perBlockBytes(env.getKernel().lookupArray(name));
-      ok = ok && !copies.empty() && bytes <= limit;
-      for (const std::string &name : copies)
-        ok = ok && mapCopyOverThreads(name, threads);
+        // The operands' tiles, a copy each.
+        SmallVector<std::string> copies;
+        if (ok)
+          for (const std::string &array :
+               getCopyableArrays(scopesOf()[first])) {
+            std::string name = getFreshCopyName(env.getKernel(), array);
+            ok = apply(AddCopyOp::make(at(first), array, name)) &&
+                 apply(SetLocationOp::make(bufferLoc(name),
+                                           BufferLocation::shared));
+            if (!ok)
+              break;
+            copies.push_back(name);
+            ok = rowsLast(id, name);
+          }
+        int64_t bytes = 0;
+        for (const std::string &name : copies)
+          bytes += perBlockBytes(env.getKernel().lookupArray(name));
+        ok = ok && !copies.empty() && bytes <= limit;
+        for (const std::string &name : copies)
+          ok = ok && mapCopyOverThreads(name, threads);
 
-      if (ok)
-        return;
-      rollBackTo(before);
-    }
+        if (ok)
+          return;
+        rollBackTo(before);
+      }
   }
 
   /// The padding of a transposed tile's rows (rowsLast), in elements.
@@ -2997,7 +2998,9 @@ public:
     if (!nested)
       return false;
     unsigned top = copy.getDepth() - nested;
-    auto scopeAtDepth = [&](unsigned d) { return scopeAt(scopeLoc(copyOp(), d)); };
+    auto scopeAtDepth = [&](unsigned d) {
+      return scopeAt(scopeLoc(copyOp(), d));
+    };
     unsigned inner = copy.getDepth() - 1; // the innermost non-vector scope
     // (Vectorized, the tile's outer part stays at `inner`.)
     vectorizeGPU(scopeAtDepth(inner));
@@ -3074,14 +3077,13 @@ public:
           !env.getKernel().lookupArray(access.getArray().getValue()).isInput())
         continue;
       ArrayRef<LinearForm> forms = access.getLinearForms();
-      if (forms.back().coeff(*jDepth) != 0 ||
-          !usesVariable(forms, *jDepth))
+      if (forms.back().coeff(*jDepth) != 0 || !usesVariable(forms, *jDepth))
         continue;
       for (unsigned d = 0; d < chain.size(); ++d)
         if (d != *jDepth && forms.back().coeff(d) == 1)
           iDepth = d;
-      if (iDepth && !llvm::is_contained(transposed,
-                                        access.getArray().getValue()))
+      if (iDepth &&
+          !llvm::is_contained(transposed, access.getArray().getValue()))
         transposed.push_back(access.getArray().getValue().str());
     }
     if (!iDepth || transposed.size() != 1)
@@ -3117,13 +3119,15 @@ public:
       ok = apply(AddCopyOp::make(at(grid), transposed.front(), name));
     }
     if (ok) {
-      unsigned last = unsigned(env.getKernel().lookupArray(name).getShape().size()) - 1;
-      ok = apply(PadDimOp::make(bufferLoc(name, last), 1)) &&
-           apply(SetLocationOp::make(bufferLoc(name), BufferLocation::shared)) &&
-           perBlockBytes(env.getKernel().lookupArray(name)) <=
-               target.maxSharedBytes / 2 &&
-           mapCopyOverThreads(name, 256) &&
-           mapOverThreads([&] { return *findOpAt(id); }, 256);
+      unsigned last =
+          unsigned(env.getKernel().lookupArray(name).getShape().size()) - 1;
+      ok =
+          apply(PadDimOp::make(bufferLoc(name, last), 1)) &&
+          apply(SetLocationOp::make(bufferLoc(name), BufferLocation::shared)) &&
+          perBlockBytes(env.getKernel().lookupArray(name)) <=
+              target.maxSharedBytes / 2 &&
+          mapCopyOverThreads(name, 256) &&
+          mapOverThreads([&] { return *findOpAt(id); }, 256);
     }
     if (!ok)
       rollBackTo(before);

@@ -166,8 +166,7 @@ protected:
   /// with the variables of the scopes around S bound (and the lanes
   /// entered for a vector tile).
   SmallVector<Value> loadTile(ScopeOp scope, ComputeOp op,
-                              ArrayRef<ScopeOp> unrolls,
-                              const TileSlots &tile);
+                              ArrayRef<ScopeOp> unrolls, const TileSlots &tile);
   void storeTile(ScopeOp scope, ComputeOp op, ArrayRef<ScopeOp> unrolls,
                  const TileSlots &tile, ValueRange values);
   /// A register tile whose accumulators an enclosing loop carries (the GPU
