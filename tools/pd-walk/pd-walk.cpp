@@ -16,7 +16,8 @@
 // each buffer's largest magnitude, NaN, infinities and unwritten elements
 // exactly); its concurrent scopes must be free of races (findRace). With
 // --jit (or on every --jit-every-th walk) it is also compiled for this CPU
-// and its outputs compared with the interpreter's.
+// and its outputs compared with the interpreter's; with --emulate-gpu, a
+// kernel with GPU mappings runs on the GPU emulator instead.
 //
 // A mismatch, a race, a verifier failure, an interpreter error, a move that
 // enumerateMoves listed but applyMove refused, a failing compiled kernel, a
@@ -147,6 +148,14 @@ static cl::opt<unsigned> jitEvery(
     cl::desc("with --jit, compile only about one walk in N (chosen by the "
              "walk's seed); those walks avoid GPU moves"),
     cl::init(1));
+static cl::opt<bool> emulateGPU(
+    "emulate-gpu", cl::cat(walkCategory),
+    cl::desc("with --jit, run the kernels with GPU mappings on the GPU "
+             "emulator (the GPU lowering, run on this CPU) and compare their "
+             "outputs, rather than skip them; with --jit-every, the compiled "
+             "walks then take GPU moves too. The lowering's refusals (a "
+             "block's shared memory over the limit, ...) are counted, not "
+             "failures"));
 static cl::opt<bool> cpuOnly(
     "cpu-only", cl::cat(walkCategory),
     cl::desc("never choose a GPU move (gpu_grid, gpu_block, gpu_warp, "
@@ -266,6 +275,7 @@ static int runTool(int argc, char **argv) {
   config.checkListing = checkListing;
   config.checkRaces = checkRaces;
   config.cpuOnly = cpuOnly;
+  config.emulateGPU = emulateGPU;
   config.jitEvery = checkJit ? std::max(1u, unsigned(jitEvery)) : 0;
   config.tolerance = tolerance;
   config.toleranceGiven = tolerance.getNumOccurrences() > 0;

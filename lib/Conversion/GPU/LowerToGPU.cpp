@@ -18,6 +18,7 @@
 #include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "PerfDojo/Transforms/Dependence.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/ADT/MapVector.h"
@@ -112,9 +113,9 @@ using AccessSet = llvm::SmallMapVector<Operation *, bool, 8>;
 class GPUKernelLowering : public KernelEmitter {
 public:
   GPUKernelLowering(KernelOp kernel, int64_t maxThreads, int64_t maxShared,
-                    bool fpContract)
+                    bool fpContract, bool exactBarriers)
       : KernelEmitter(kernel, fpContract), maxThreads(maxThreads),
-        maxShared(maxShared) {}
+        maxShared(maxShared), exactBarriers(exactBarriers) {}
 
   LogicalResult run();
 
@@ -186,6 +187,21 @@ private:
   SmallVector<Value> atCarriedThreads(ScopeOp loop, Carry &carry,
                                       ValueRange fallback,
                                       function_ref<SmallVector<Value>()> emit);
+  /// Whether `op` must wait at a barrier for its siblings `before` (since
+  /// the last barrier), with which it shares a buffer (`pending` holds what
+  /// they touch, `touched` what `op` touches).
+  bool siblingsNeedBarrier(ArrayRef<Operation *> before, Operation *op,
+                           const AccessSet &pending, const AccessSet &touched);
+  /// Whether an instance of an operation in `first` and one in `second`
+  /// (subtrees below `context`), run by different threads of the block, may
+  /// touch a common element of one of `buffers`, one of them writing, where
+  /// they share the variables of depths [0, tie) and satisfy `order`
+  /// (DependenceAnalysis::mayConflict). Conservatively true where the two
+  /// sides' threads are not told apart by the same scope variables.
+  bool mayConflictAcrossThreads(Operation *context, ArrayRef<Operation *> first,
+                                ArrayRef<Operation *> second, unsigned tie,
+                                ArrayRef<IterationOrder> order,
+                                const AccessSet &buffers);
   /// A node without thread scopes: run by the one thread of the context.
   LogicalResult lowerSingle(Operation *op);
 
@@ -196,6 +212,9 @@ private:
   static void merge(AccessSet &into, const AccessSet &from);
 
   int64_t maxThreads, maxShared;
+  bool exactBarriers;
+  /// Built on the first question (loopNeedsBarrier).
+  std::unique_ptr<DependenceAnalysis> dependences;
   SmallVector<Launch> launches;
   llvm::DenseMap<Operation *, Placement> placement;
   /// The host function's value of each buffer in global memory: its
@@ -408,15 +427,19 @@ bool mlir::perfdojo::isThreadPrivateElement(BufferOp buffer,
     return false;
   ArrayAttr arrays = buffer.getArrays();
   // Sequential and unrolled scopes around every access: in each of their
-  // iterations the accesses run in program order, the write first.
+  // iterations the accesses run in program order, the write first. So do
+  // grid and parallel scopes around every access: those of the launch grid
+  // (one block each), and the others, loops of one thread. A grid scope
+  // around some of the accesses only is a loop that leaves its last
+  // element behind (`7:g t[{0}]=...` then `7:g ...=t[{0}]`).
   llvm::SmallPtrSet<Operation *, 8> loops;
   for (auto s = ops.front()->getParentOfType<ScopeOp>(); s;
        s = s->getParentOfType<ScopeOp>())
-    if ((s.getMapping() == Mapping::seq ||
-         s.getMapping() == Mapping::unroll) &&
-        llvm::all_of(ops, [&](ComputeOp op) {
-          return s->isProperAncestor(op);
-        }))
+    if ((s.getMapping() == Mapping::seq || s.getMapping() == Mapping::unroll ||
+         s.getMapping() == Mapping::grid ||
+         s.getMapping() == Mapping::parallel) &&
+        llvm::all_of(ops,
+                     [&](ComputeOp op) { return s->isProperAncestor(op); }))
       loops.insert(s);
   std::optional<SmallVector<LinearForm>> element;
   bool written = false;
@@ -424,14 +447,14 @@ bool mlir::perfdojo::isThreadPrivateElement(BufferOp buffer,
     // The first write must not read the element (a reduction into it).
     if (!written && op.getReduction() != Reduction::none)
       return false;
-    // The scopes whose variables may index the element: grid and thread,
-    // and the loops around every access.
+    // The scopes whose variables may index the element: the thread scopes
+    // (all of them around every access, above), and the loops around
+    // every access.
     SmallVector<bool> coordinate;
     for (auto s = op->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>())
       coordinate.insert(coordinate.begin(),
-                        s.getMapping() == Mapping::grid || isThreadScope(s) ||
-                            loops.contains(s));
+                        isThreadScope(s) || loops.contains(s));
     auto visit = [&](AccessAttr access, bool write) {
       if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
                               access.getArray().getValue()))
@@ -486,22 +509,50 @@ void GPUKernelLowering::merge(AccessSet &into, const AccessSet &from) {
     into[buffer] |= write;
 }
 
+bool GPUKernelLowering::siblingsNeedBarrier(ArrayRef<Operation *> before,
+                                            Operation *op,
+                                            const AccessSet &pending,
+                                            const AccessSet &touched) {
+  // Where every thread touches only elements that no other thread of the
+  // other side touches (a softmax's exponentials, written by thread t at
+  // column 256 i + t, summed by thread t over the same columns), the
+  // siblings need no barrier between them. Decided for sibling scopes
+  // with thread scopes only; a node on one thread waits as before.
+  auto scope = dyn_cast<ScopeOp>(op);
+  if (!scope || isSingle(op) || llvm::any_of(before, [&](Operation *p) {
+        return !isa<ScopeOp>(p) || isSingle(p);
+      }))
+    return true;
+  AccessSet common;
+  for (auto [buffer, write] : touched)
+    if (auto it = pending.find(buffer);
+        it != pending.end() && (write || it->second))
+      common[buffer] = true;
+  return mayConflictAcrossThreads(op->getParentOp(), before, {op},
+                                  scope.getDepth(), {}, common);
+}
+
 LogicalResult GPUKernelLowering::lowerUniform(ArrayRef<Operation *> ops) {
   // The buffers touched since the last barrier, and whether several
   // threads touched them.
   AccessSet pending;
   bool pendingMulti = false;
+  // The siblings since the last barrier.
+  SmallVector<Operation *> since;
   for (Operation *op : ops) {
     if (isa<BufferOp>(op))
       continue;
     bool single = isSingle(op);
     AccessSet touched = accesses(op);
-    if ((pendingMulti || !single) && conflict(pending, touched)) {
+    if ((pendingMulti || !single) && conflict(pending, touched) &&
+        siblingsNeedBarrier(since, op, pending, touched)) {
       loc = op->getLoc();
       gpu::BarrierOp::create(b, loc);
       pending.clear();
       pendingMulti = false;
+      since.clear();
     }
+    since.push_back(op);
     LogicalResult result = success();
     if (single)
       result = lowerSingle(op);
@@ -538,10 +589,11 @@ LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
   // A register tile that an enclosing loop carries passes its
   // accumulators through the guard: a thread without work keeps them.
   CarriedTile *carried = nullptr;
-  op->walk([&](ComputeOp c) {
-    if (CarriedTile *t = carriedTiles.lookup(c))
-      carried = t;
-  });
+  if (!carriedTiles.empty())
+    op->walk([&](ComputeOp c) {
+      if (CarriedTile *t = carriedTiles.lookup(c))
+        carried = t;
+    });
   OpBuilder::InsertionGuard insertion(b);
   if (!carried) {
     auto branch = scf::IfOp::create(b, loc, guard, /*withElse=*/false);
@@ -678,6 +730,67 @@ GPUKernelLowering::atCarriedThreads(ScopeOp loop, Carry &carry,
   return values;
 }
 
+bool GPUKernelLowering::mayConflictAcrossThreads(Operation *context,
+                                                 ArrayRef<Operation *> first,
+                                                 ArrayRef<Operation *> second,
+                                                 unsigned tie,
+                                                 ArrayRef<IterationOrder> order,
+                                                 const AccessSet &buffers) {
+  // Only where a thread is identified by the same variables on both sides:
+  // `context` under no thread scope, and every operation under the same
+  // chain of thread scopes below it (depths, sizes and the threads each
+  // one's body needs, which decide its variable's digit of the thread
+  // index: enterThreadScope). A thread is then its values of those
+  // variables, and the question is exact (DependenceAnalysis).
+  if (!exactBarriers)
+    return true;
+  for (Operation *p = context; p && !isa<KernelOp>(p); p = p->getParentOp())
+    if (isThreadScope(p))
+      return true;
+  using Chain = SmallVector<std::tuple<unsigned, int64_t, int64_t>>;
+  std::optional<Chain> common;
+  auto collect = [&](ArrayRef<Operation *> roots, SmallVector<ComputeOp> &ops) {
+    for (Operation *root : roots)
+      for (ComputeOp op : collectComputeOps(root)) {
+        Chain chain;
+        for (Operation *p = op->getParentOp(); p != context;
+             p = p->getParentOp())
+          if (isThreadScope(p)) {
+            auto scope = cast<ScopeOp>(p);
+            SmallVector<Operation *> children;
+            for (Operation &child : scope.getBodyBlock())
+              children.push_back(&child);
+            chain.insert(chain.begin(), {scope.getDepth(), scope.getSize(),
+                                         threadsNeeded(children, maxThreads)});
+          }
+        // An operation outside thread scopes runs on the first thread.
+        if (chain.empty() || (common && *common != chain))
+          return false;
+        common = chain;
+        ops.push_back(op);
+      }
+    return true;
+  };
+  SmallVector<ComputeOp> a, b;
+  if (!collect(first, a) || !collect(second, b))
+    return true;
+  if (!common)
+    return false;
+  if (!dependences)
+    dependences = std::make_unique<DependenceAnalysis>(kernel);
+  for (auto [buffer, written] : buffers)
+    for (auto [threadDepth, size, inner] : *common)
+      for (bool greater : {false, true}) {
+        SmallVector<IterationOrder> ordered(order);
+        ordered.push_back({threadDepth, greater});
+        if (dependences->mayConflict(a, b, tie, ordered,
+                                     /*reductionsCommute=*/false, nullptr,
+                                     cast<BufferOp>(buffer)))
+          return true;
+      }
+  return false;
+}
+
 LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
   loc = scope.getLoc();
   if (scope.getMapping() == Mapping::vector)
@@ -730,9 +843,16 @@ LogicalResult GPUKernelLowering::lowerUniformLoop(ScopeOp scope) {
       carriedTiles.erase(carry->op);
     if (failed(result))
       return failure();
-    // The next iteration's threads may touch what this one's wrote.
+    // The next iteration's threads may touch what another thread touched
+    // in this one, one of them writing (not where each thread touches its
+    // own elements: a row's element-wise pass `16 256:b y[r, {1}*256+{2}]`
+    // then keeps a thread's 16 loads in flight at once).
     AccessSet body = accesses(scope);
-    if (conflict(body, body)) {
+    unsigned depth = scope.getDepth();
+    if (conflict(body, body) &&
+        mayConflictAcrossThreads(scope, {scope.getOperation()},
+                                 {scope.getOperation()}, depth,
+                                 {{depth, /*aGreater=*/true}}, body)) {
       loc = scope.getLoc();
       gpu::BarrierOp::create(b, loc);
     }
@@ -1030,7 +1150,7 @@ struct ConvertPerfDojoToGPUPass
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels) {
       GPUKernelLowering lowering(kernel, maxThreadsPerBlock, maxSharedBytes,
-                                 fpContract);
+                                 fpContract, exactBarriers);
       if (failed(lowering.run()))
         return signalPassFailure();
       kernel.erase();

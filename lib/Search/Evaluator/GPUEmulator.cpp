@@ -96,7 +96,7 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   gpu.addPass(createConvertPerfDojoToGPU(lowering));
   if (failed(gpu.run(*module)))
     return fail(EvaluationStatus::CompileError,
-                "GPU lowering failed: " + diagnostics.str());
+                kGPULoweringRefusal.str() + diagnostics.str());
   SmallVector<LaunchPlan> plan = readLaunchPlan(*module, kernel.getSymName());
   llvm::StringMap<SmallVector<MemRefType>> workgroups;
   module->walk([&](gpu::GPUFuncOp func) {
@@ -112,7 +112,7 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
                 "the kernel needs " + std::to_string(runs) +
                     " thread runs, more than the " +
                     std::to_string(options.maxThreadRuns) +
-                    " the emulator takes; emulate a smaller shape");
+                    kEmulatorTooManyRuns.str());
 
   // The kernels as host functions, for this CPU.
   PassManager host(ctx, ModuleOp::getOperationName());

@@ -395,7 +395,8 @@ struct Interpreter::Impl {
   LogicalResult execute(const CompiledOp &op, unsigned depth) {
     if (++executed > maxOperations)
       return fail(op, "would exceed the limit of " + Twine(maxOperations) +
-                          " executed operations (raise it with --max-ops)");
+                          " executed operations " +
+                          Interpreter::kOperationLimitHint);
     Scalar a, b, c, result;
     bool f = op.isFloat;
     switch (op.kind) {
@@ -546,7 +547,7 @@ Interpreter::create(KernelOp kernel, uint64_t maxBytes) {
     return kernel.emitOpError("needs ")
            << (uint64_t)((bytes + (1 << 20) - 1) >> 20)
            << " MiB to interpret, more than the " << (maxBytes >> 20)
-           << " MiB allowed (raise it with --max-mib)";
+           << " MiB allowed " << Interpreter::kMemoryLimitHint;
   for (BufferData &b : impl->buffers) {
     int64_t n = 1;
     for (int64_t s : b.stored)

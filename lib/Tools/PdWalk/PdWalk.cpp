@@ -47,6 +47,9 @@ struct SubjectTotals {
 struct Totals {
   uint64_t walks = 0, steps = 0, failures = 0, deadEnds = 0;
   uint64_t jitCompiled = 0, jitSkipped = 0, jitTooLarge = 0;
+  uint64_t emulated = 0, emulationRefused = 0, unchecked = 0;
+  /// The GPU lowering's and the emulator's refusals, by class.
+  std::map<std::string, uint64_t> refusals;
   std::map<FailureKind, uint64_t> byKind;
   std::map<std::string, uint64_t> applied, offered;
   std::vector<SubjectTotals> subjects;
@@ -140,6 +143,9 @@ std::string WalkRun::describeWalkOptions() const {
     text += " --cpu-only";
   if (config.jitEvery > 1)
     text += " --jit-every=" + std::to_string(config.jitEvery);
+  // (Which walks keep off GPU moves depends on it.)
+  if (config.jitEvery > 1 && config.emulateGPU)
+    text += " --emulate-gpu";
   return text;
 }
 
@@ -256,6 +262,11 @@ void WalkRun::finishWalk(const WalkRecord &record) {
   totals.jitCompiled += record.jitCompiled;
   totals.jitSkipped += record.jitSkipped;
   totals.jitTooLarge += record.jitTooLarge;
+  totals.emulated += record.emulated;
+  totals.emulationRefused += record.emulationRefused;
+  totals.unchecked += record.unchecked;
+  if (record.emulationRefused)
+    ++totals.refusals[record.refusal];
   for (size_t i = 0; i < record.steps && i < record.moves.size(); ++i)
     ++totals.applied[StringRef(record.moves[i]).split('@').first.str()];
   for (auto &[name, count] : record.offered)
@@ -543,6 +554,8 @@ void WalkRun::replaySubject(const Subject &subject) {
                  << ": ok";
     if (skipped)
       llvm::outs() << " (" << skipped << " illegal, skipped)";
+    if (!result.checks.empty())
+      llvm::outs() << "; " << result.checks;
     llvm::outs() << "\n";
     return;
   }
@@ -773,6 +786,10 @@ int WalkRun::run() {
                    << " offered=" << totals.offered[name] << "\n";
     }
   }
+  // What the GPU lowering refused (limits, to be read: a class that should
+  // not be there is a lowering bug hidden as a limit).
+  for (auto &[refusal, n] : totals.refusals)
+    llvm::outs() << "gpu-refusal: " << n << " x " << refusal << "\n";
   auto count = [&](FailureKind kind) { return totals.byKind[kind]; };
   llvm::outs() << "summary: kernels=" << subjects.size() + brokenKernels
                << " walks=" << totals.walks << " steps=" << totals.steps
@@ -781,6 +798,9 @@ int WalkRun::run() {
     llvm::outs() << " compiled=" << totals.jitCompiled
                  << " not-compiled(gpu)=" << totals.jitSkipped
                  << " not-compiled(code-size)=" << totals.jitTooLarge;
+  if (config.jitEvery > 0 && config.emulateGPU)
+    llvm::outs() << " emulated=" << totals.emulated
+                 << " not-emulated(refused)=" << totals.emulationRefused;
   llvm::outs() << " mismatches=" << count(FailureKind::Mismatch)
                << " jit-mismatches=" << count(FailureKind::Jit)
                << " crashes=" << count(FailureKind::Crash)
@@ -792,6 +812,7 @@ int WalkRun::run() {
                << " listing=" << count(FailureKind::Listing);
   if (!options.saveFailures.empty())
     llvm::outs() << " saved=" << totals.saved;
+  llvm::outs() << " not-checked(interpreter-limits)=" << totals.unchecked;
   llvm::outs() << " seconds=" << llvm::format("%.1f", elapsedSeconds()) << "\n";
   llvm::outs().flush();
   return totals.failures ? 1 : 0;

@@ -124,6 +124,8 @@ std::string Walker::getCheckOptions(bool jit) const {
     text += " --check-races=false";
   if (jit)
     text += " --jit";
+  if (jit && config.emulateGPU)
+    text += " --emulate-gpu";
   return text;
 }
 

@@ -8,6 +8,7 @@
 #include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Search/Evaluator/Evaluator.h"
+#include "PerfDojo/Search/Evaluator/GPUEmulator.h"
 #include "PerfDojo/Search/Interpreter/VariantCheck.h"
 #include "PerfDojo/Support/ChildProcess.h"
 #include "mlir/IR/Diagnostics.h"
@@ -186,12 +187,9 @@ static std::string exportKernel(KernelOp kernel) {
   return text + "\n";
 }
 
-/// Verifies, interprets and compares `kernel` with the reference; with
-/// `jit`, also compiles it and compares its outputs (`compiled` and
-/// `skipped` count the kernels compiled and those with GPU mappings).
 FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
-                                bool jit, std::string &message, bool *compiled,
-                                bool *skipped, bool *tooLarge) {
+                                bool jit, std::string &message,
+                                WalkRecord *record) {
   setStage("verifying the kernel");
   {
     std::string diags;
@@ -205,6 +203,15 @@ FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
   std::vector<BufferData> outputs;
   std::string diags;
   if (failed(interpret(kernel, outputs, diags))) {
+    // Legal moves may grow a temporary (add_dim, materialize_dims, pad_dim)
+    // past what the interpreter holds: the walk is not checked, and counted
+    // as such, rather than failed.
+    if (StringRef(diags).contains(Interpreter::kMemoryLimitHint) ||
+        StringRef(diags).contains(Interpreter::kOperationLimitHint)) {
+      if (record)
+        record->unchecked = true;
+      return FailureKind::None;
+    }
     message = "the interpreter fails on the transformed kernel:\n" + diags;
     return FailureKind::InterpreterError;
   }
@@ -222,12 +229,14 @@ FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
   if (!jit)
     return FailureKind::None;
   if (getCPUIncompatibility(kernel)) {
-    if (skipped)
-      *skipped = true;
+    if (config.emulateGPU)
+      return emulateKernel(subject, kernel, message, record);
+    if (record)
+      record->jitSkipped = true;
     return FailureKind::None;
   }
-  if (compiled)
-    *compiled = true;
+  if (record)
+    record->jitCompiled = true;
   setStage("compiling and running the kernel");
   EvaluationOptions options;
   options.threads = 2;
@@ -243,13 +252,79 @@ FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
   // The lowering's bound on the code it emits (a limit, not a fault).
   if (result.status == EvaluationStatus::CompileError &&
       StringRef(result.reason).contains(KernelEmitter::kCodeSizeRefusal)) {
-    if (compiled)
-      *compiled = false;
-    if (tooLarge)
-      *tooLarge = true;
+    if (record) {
+      record->jitCompiled = false;
+      record->jitTooLarge = true;
+    }
     return FailureKind::None;
   }
   message = "the compiled kernel fails: " +
+            stringifyEvaluationStatus(result.status).str() + ": " +
+            result.reason;
+  return FailureKind::Jit;
+}
+
+/// A refusal's reason as a class of refusals, for the run's summary: its
+/// first diagnostic without the location, names ('t') and numbers
+/// replaced, so that refusals of one kind count together.
+static std::string summarizeRefusal(StringRef reason) {
+  if (reason.starts_with(kGPULoweringRefusal))
+    reason = reason.drop_front(kGPULoweringRefusal.size());
+  reason = reason.ltrim().split('\n').first;
+  if (reason.starts_with("loc(") && reason.contains("): "))
+    reason = reason.split("): ").second;
+  if (reason.starts_with("error: "))
+    reason = reason.drop_front(7);
+  std::string text;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    char c = reason[i];
+    if (c == '\'') {
+      size_t end = reason.find('\'', i + 1);
+      if (end == StringRef::npos)
+        break;
+      text += "'_'";
+      i = end;
+    } else if (llvm::isDigit(c)) {
+      while (i + 1 < reason.size() && llvm::isDigit(reason[i + 1]))
+        ++i;
+      text += 'N';
+    } else {
+      text += c;
+    }
+  }
+  return text;
+}
+
+FailureKind Walker::emulateKernel(const Subject &subject, KernelOp kernel,
+                                  std::string &message, WalkRecord *record) {
+  setStage("running the kernel on the GPU emulator");
+  GPUEmulatorOptions options;
+  options.seed = config.inputSeed;
+  EvaluationResult result = emulateGPU(kernel, options, nullptr, 1e-4);
+  if (result.ok())
+    compareWithReference(subject.reference, 1e-4, result);
+  if (result.ok()) {
+    if (record)
+      record->emulated = true;
+    return FailureKind::None;
+  }
+  // The GPU lowering refuses, with its reason, what a GPU cannot run as
+  // mapped (a block's shared buffers over the limit, a shared buffer that
+  // two launches use, too many threads a block, a function without a
+  // device implementation), and the emulator a kernel of too many thread
+  // runs: limits of the target, not faults. Everything after a successful
+  // lowering must work.
+  StringRef reason = result.reason;
+  if (result.status == EvaluationStatus::CompileError &&
+      (reason.starts_with(kGPULoweringRefusal) ||
+       reason.contains(kEmulatorTooManyRuns))) {
+    if (record) {
+      record->emulationRefused = true;
+      record->refusal = summarizeRefusal(reason);
+    }
+    return FailureKind::None;
+  }
+  message = "the kernel on the GPU emulator fails: " +
             stringifyEvaluationStatus(result.status).str() + ": " +
             result.reason;
   return FailureKind::Jit;
@@ -397,7 +472,8 @@ WalkRecord Walker::runWalk(const Subject &subject, unsigned index, unsigned w,
   bool jit =
       config.jitEvery == 1 ||
       (config.jitEvery > 1 && mixSeed(record.walkSeed) % config.jitEvery == 0);
-  bool cpuOnly = config.cpuOnly || (jit && config.jitEvery > 1);
+  bool cpuOnly =
+      config.cpuOnly || (jit && config.jitEvery > 1 && !config.emulateGPU);
   PickMode mode = config.pick;
   if (mode == PickMode::Mixed)
     mode = PickMode(mixSeed(record.walkSeed ^ 0x5eed) % 3);
@@ -442,8 +518,7 @@ WalkRecord Walker::runWalk(const Subject &subject, unsigned index, unsigned w,
       kind = checkKernel(subject, kernel, false, message);
   }
   if (kind == FailureKind::None)
-    kind = checkKernel(subject, kernel, jit, message, &record.jitCompiled,
-                       &record.jitSkipped, &record.jitTooLarge);
+    kind = checkKernel(subject, kernel, jit, message, &record);
   setStage("");
   record.kind = kind;
   if (kind != FailureKind::None) {
@@ -474,7 +549,11 @@ std::string WalkRecord::encode() const {
                                      offers,
                                      message,
                                      transformed,
-                                     std::to_string(jitTooLarge)};
+                                     std::to_string(jitTooLarge),
+                                     std::to_string(emulated),
+                                     std::to_string(emulationRefused),
+                                     refusal,
+                                     std::to_string(unchecked)};
   std::string line;
   for (const std::string &f : fields)
     line += (line.empty() ? "" : "\t") + escapeField(f);
@@ -484,7 +563,7 @@ std::string WalkRecord::encode() const {
 WalkRecord WalkRecord::decode(StringRef line) {
   SmallVector<StringRef> parts;
   line.split(parts, '\t');
-  parts.resize(14);
+  parts.resize(18);
   auto number = [](StringRef s) {
     uint64_t v = 0;
     (void)s.getAsInteger(10, v);
@@ -500,6 +579,10 @@ WalkRecord WalkRecord::decode(StringRef line) {
   r.jitCompiled = number(parts[6]);
   r.jitSkipped = number(parts[7]);
   r.jitTooLarge = number(parts[13]);
+  r.emulated = number(parts[14]);
+  r.emulationRefused = number(parts[15]);
+  r.refusal = unescapeField(parts[16]);
+  r.unchecked = number(parts[17]);
   r.seconds = std::strtod(parts[8].str().c_str(), nullptr);
   SmallVector<StringRef> moves;
   StringRef(parts[9]).split(moves, ',', -1, /*KeepEmpty=*/false);
@@ -592,11 +675,30 @@ ReplayResult Walker::replayMoves(const Subject &subject,
   setStage("enumerating the legal moves");
   (void)enumerateMoves(kernel);
   result.message.clear();
-  FailureKind kind = checkKernel(subject, kernel, jit, result.message);
+  WalkRecord checked;
+  FailureKind kind =
+      checkKernel(subject, kernel, jit, result.message, &checked);
   if (kind != FailureKind::None)
     return fail(kind);
+  result.checks = describeChecks(checked);
   setStage("");
   return result;
+}
+
+std::string Walker::describeChecks(const WalkRecord &record) {
+  if (record.unchecked)
+    return "not checked: past the interpreter's limits";
+  if (record.jitCompiled)
+    return "compiled";
+  if (record.jitTooLarge)
+    return "not compiled: past the CPU lowering's code-size bounds";
+  if (record.jitSkipped)
+    return "not compiled: GPU mappings";
+  if (record.emulated)
+    return "emulated on the GPU";
+  if (record.emulationRefused)
+    return "refused by the GPU lowering: " + record.refusal;
+  return "";
 }
 
 ReplayResult Walker::replayIsolated(const Subject &subject,
@@ -615,7 +717,7 @@ ReplayResult Walker::replayIsolated(const Subject &subject,
         c.send("R\t" + std::to_string(int(r.kind)) + "\t" +
                escapeField(r.message) + "\t" + joinMoves(applied) + "\t" +
                (r.illegal ? std::to_string(*r.illegal) : "") + "\t" +
-               escapeField(r.transformed));
+               escapeField(r.transformed) + "\t" + escapeField(r.checks));
         return 0;
       },
       getWalkChildOptions(), error);
@@ -667,7 +769,7 @@ ReplayResult Walker::replayIsolated(const Subject &subject,
     else if (l.consume_front("R\t")) {
       SmallVector<StringRef> parts;
       l.split(parts, '\t');
-      parts.resize(5);
+      parts.resize(6);
       unsigned kind = 0;
       (void)parts[0].getAsInteger(10, kind);
       result.kind = FailureKind(kind);
@@ -686,6 +788,7 @@ ReplayResult Walker::replayIsolated(const Subject &subject,
         result.illegal = at;
       }
       result.transformed = unescapeField(parts[4]);
+      result.checks = unescapeField(parts[5]);
       child->wait();
       return result;
     }

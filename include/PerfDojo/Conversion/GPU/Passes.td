@@ -54,7 +54,12 @@ def ConvertPerfDojoToGPU : Pass<"convert-perfdojo-to-gpu", "::mlir::ModuleOp"> {
            "The most bytes of shared memory a block may use (statically "
            "allocated shared memory is limited to 48 KiB on NVIDIA GPUs)">,
     Option<"fpContract", "fp-contract", "bool", /*default=*/"true",
-           "Let a floating-point product fuse with the sum that consumes it">
+           "Let a floating-point product fuse with the sum that consumes it">,
+    Option<"exactBarriers", "exact-barriers", "bool", /*default=*/"true",
+           "Decide the barriers between sibling scopes with thread scopes, "
+           "and at the end of loops holding them, by an exact dependence "
+           "test where threads can be told apart (false: by the buffers "
+           "they touch alone, which places more barriers; for comparison)">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::gpu::GPUDialect",

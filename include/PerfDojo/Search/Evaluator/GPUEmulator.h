@@ -29,6 +29,15 @@ struct GPUEmulatorOptions {
   bool fpContract = true;
 };
 
+/// How a CompileError's reason begins when the GPU lowering refuses the
+/// kernel (its diagnostics follow), and what it holds when the kernel
+/// needs more thread runs than GPUEmulatorOptions::maxThreadRuns: limits
+/// of the target or of the emulator, where other compile errors are faults.
+inline constexpr llvm::StringLiteral kGPULoweringRefusal =
+    "GPU lowering failed: ";
+inline constexpr llvm::StringLiteral kEmulatorTooManyRuns =
+    " the emulator takes; emulate a smaller shape";
+
 /// Emulates `kernel` as lowered for a GPU, on the seeded inputs; compares
 /// its outputs with `reference` when given. The result's status says
 /// whether it could be compiled and whether the outputs match.

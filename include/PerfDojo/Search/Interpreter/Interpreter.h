@@ -84,6 +84,14 @@ public:
   /// Default bound on executed operations: a few minutes of interpretation.
   static constexpr uint64_t kDefaultMaxOperations = uint64_t(4) << 30;
 
+  /// How the diagnostics of the two limits end (the memory a kernel's
+  /// buffers need, the operations it executes): a kernel too large to
+  /// interpret, rather than one that computes something wrong.
+  static constexpr llvm::StringLiteral kMemoryLimitHint =
+      "(raise it with --max-mib)";
+  static constexpr llvm::StringLiteral kOperationLimitHint =
+      "(raise it with --max-ops)";
+
   /// Number of compute operations executed by run().
   uint64_t getExecutedOperations() const;
 

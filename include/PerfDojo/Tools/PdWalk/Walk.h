@@ -54,6 +54,10 @@ struct WalkConfig {
   bool checkListing = false;
   /// Compile the final kernel of every `jitEvery`-th walk (0: never).
   unsigned jitEvery = 0;
+  /// In those compile checks, run a kernel with GPU mappings on the GPU
+  /// emulator (the GPU lowering, run on this CPU) instead of skipping it;
+  /// the compiled walks then take GPU moves too.
+  bool emulateGPU = false;
   double tolerance = 1e-5;
   bool toleranceGiven = false;
   uint64_t maxOps = uint64_t(1) << 26, maxMiB = 1024;
@@ -130,6 +134,14 @@ struct WalkRecord {
   /// The moves taken (on a failure, the last one may be the refused one).
   SmallVector<std::string> moves;
   bool jitCompiled = false, jitSkipped = false;
+  /// With WalkConfig::emulateGPU: the kernel ran on the GPU emulator, or
+  /// the GPU lowering or the emulator refused it (a limit such as the
+  /// shared memory of a block, not a fault; `refusal` says which).
+  bool emulated = false, emulationRefused = false;
+  std::string refusal;
+  /// The final kernel was too large for the interpreter's limits
+  /// (WalkConfig::maxMiB, maxOps): not checked, not a failure.
+  bool unchecked = false;
   /// Whether the CPU lowering refused the kernel for the size of the code
   /// it would emit (KernelEmitter::kCodeSizeRefusal): not compiled, not a
   /// failure.
@@ -153,6 +165,10 @@ struct ReplayResult {
   std::optional<size_t> illegal;
   /// The transformed kernel in text form, when it failed a check.
   std::string transformed;
+  /// On success, what checked the final kernel beyond the interpreter
+  /// ("compiled", "emulated on the GPU", ...; empty: the interpreter
+  /// alone).
+  std::string checks;
 };
 
 /// A failure reduced: the (possibly smaller) kernel and the moves.
@@ -255,9 +271,16 @@ private:
   void noteMove(StringRef what);
   /// The move noted last was applied.
   void noteApplied();
+  /// Verifies, interprets and compares `kernel` with the reference; with
+  /// `jit`, also compiles it (or emulates it, see WalkConfig::emulateGPU)
+  /// and compares its outputs, noting in `record` what was done.
   FailureKind checkKernel(const Subject &subject, KernelOp kernel, bool jit,
-                          std::string &message, bool *compiled = nullptr,
-                          bool *skipped = nullptr, bool *tooLarge = nullptr);
+                          std::string &message, WalkRecord *record = nullptr);
+  /// What `record`'s flags say was checked (ReplayResult::checks).
+  static std::string describeChecks(const WalkRecord &record);
+  /// The compile check of a kernel with GPU mappings: the GPU emulator.
+  FailureKind emulateKernel(const Subject &subject, KernelOp kernel,
+                            std::string &message, WalkRecord *record);
   FailureKind applyText(IRRewriter &rewriter, KernelOp kernel,
                         const std::string &text, std::optional<bool> listed,
                         bool &illegal, std::string &message);
