@@ -130,6 +130,19 @@ static cl::opt<std::string> target(
              "(each block's threads as OS threads with real barriers) and "
              "check them against the interpreter, for small shapes"),
     cl::init("cpu"), cl::cat(gpuCategory));
+static cl::opt<GPUThreadOrder> emulatorOrder(
+    "emulator-order",
+    cl::desc("with --target=gpu-emulator: how a block's threads run between "
+             "barriers"),
+    cl::values(clEnumValN(GPUThreadOrder::Concurrent, "concurrent",
+                          "as concurrent OS threads (the default; a missing "
+                          "barrier may show)"),
+               clEnumValN(GPUThreadOrder::Forward, "forward",
+                          "one at a time by increasing index, each up to its "
+                          "next barrier (deterministic)"),
+               clEnumValN(GPUThreadOrder::Reverse, "reverse",
+                          "one at a time by decreasing index")),
+    cl::init(GPUThreadOrder::Concurrent), cl::cat(gpuCategory));
 static cl::opt<std::string> emitPackage(
     "emit-package",
     cl::desc("with --target=cuda|rocm: write the package into this folder "
@@ -159,6 +172,7 @@ static cl::opt<uint64_t> maxExpectedMiB(
 static int runGPUEmulator(KernelOp kernel, const Interpreter *interpreted) {
   GPUEmulatorOptions options;
   options.seed = seed;
+  options.order = emulatorOrder;
   options.fpContract = fpContract;
   EvaluationResult result =
       emulateGPU(kernel, options, interpreted, tolerance);

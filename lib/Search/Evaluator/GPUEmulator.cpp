@@ -16,35 +16,79 @@ using namespace mlir;
 using namespace mlir::perfdojo;
 
 namespace {
-/// The threads of one block meet here (a generation-counting barrier).
+/// The threads of one block meet here. Concurrent: a generation-counting
+/// barrier. Forward and Reverse: the threads take turns, one running at a
+/// time in the order's sequence; reaching a barrier (or the end of a block)
+/// passes the turn on, so a thread runs again only when every other one
+/// has reached the barrier too.
 class BlockBarrier {
 public:
-  explicit BlockBarrier(unsigned count) : count(count) {}
-  void wait() {
+  BlockBarrier(unsigned count, GPUThreadOrder order)
+      : count(count), order(order), turns(count) {}
+
+  /// Before thread `t` runs anything.
+  void begin(unsigned t) {
+    if (order == GPUThreadOrder::Concurrent)
+      return;
     std::unique_lock<std::mutex> lock(mutex);
-    uint64_t generation = this->generation;
-    if (++waiting == count) {
-      waiting = 0;
-      ++this->generation;
-      ready.notify_all();
+    turns[t].wait(lock, [&] { return current == t; });
+  }
+  /// Thread `t` at a barrier.
+  void wait(unsigned t) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (order == GPUThreadOrder::Concurrent) {
+      uint64_t generation = this->generation;
+      if (++waiting == count) {
+        waiting = 0;
+        ++this->generation;
+        ready.notify_all();
+        return;
+      }
+      ready.wait(lock, [&] { return this->generation != generation; });
       return;
     }
-    ready.wait(lock, [&] { return this->generation != generation; });
+    passTurn();
+    turns[t].wait(lock, [&] { return current == t; });
+  }
+  /// Thread `t` is done (it holds the turn).
+  void finish(unsigned) {
+    if (order == GPUThreadOrder::Concurrent)
+      return;
+    std::unique_lock<std::mutex> lock(mutex);
+    passTurn();
   }
 
+  /// The first thread to run.
+  unsigned first() const {
+    return order == GPUThreadOrder::Reverse ? count - 1 : 0;
+  }
+  void start() { current = first(); }
+
 private:
+  void passTurn() {
+    if (order == GPUThreadOrder::Forward)
+      current = current + 1 == count ? 0 : current + 1;
+    else
+      current = current == 0 ? count - 1 : current - 1;
+    turns[current].notify_one();
+  }
+
   std::mutex mutex;
   std::condition_variable ready;
   unsigned count, waiting = 0;
   uint64_t generation = 0;
+  GPUThreadOrder order;
+  std::vector<std::condition_variable> turns;
+  unsigned current = 0;
 };
 
 thread_local BlockBarrier *currentBarrier = nullptr;
+thread_local unsigned currentThread = 0;
 
 /// `perfdojo_gpu_barrier`, called by the emulated kernels.
 extern "C" void perfdojoGPUBarrier() {
   if (currentBarrier)
-    currentBarrier->wait();
+    currentBarrier->wait(currentThread);
 }
 
 /// A buffer of the emulated GPU's memory and its memref descriptor.
@@ -168,9 +212,12 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
           type.getShape(), byteWidth(type.getElementType())));
     int64_t blocks = launch.grid[0] * launch.grid[1] * launch.grid[2];
     unsigned threads = launch.block[0] * launch.block[1] * launch.block[2];
-    BlockBarrier barrier(threads);
+    BlockBarrier barrier(threads, options.order);
+    barrier.start();
     auto work = [&](int64_t thread) {
       currentBarrier = &barrier;
+      currentThread = unsigned(thread);
+      barrier.begin(currentThread);
       std::vector<void *> pointers;
       for (const std::string &arg : launch.args)
         pointers.push_back(global.find(arg)->second->pointer);
@@ -185,8 +232,9 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
       for (; block < blocks; ++block) {
         function(arguments.data());
         // The next block reuses the shared memory.
-        barrier.wait();
+        barrier.wait(currentThread);
       }
+      barrier.finish(currentThread);
       currentBarrier = nullptr;
     };
     std::vector<std::thread> pool;

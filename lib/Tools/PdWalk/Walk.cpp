@@ -298,11 +298,25 @@ static std::string summarizeRefusal(StringRef reason) {
 FailureKind Walker::emulateKernel(const Subject &subject, KernelOp kernel,
                                   std::string &message, WalkRecord *record) {
   setStage("running the kernel on the GPU emulator");
-  GPUEmulatorOptions options;
-  options.seed = config.inputSeed;
-  EvaluationResult result = emulateGPU(kernel, options, nullptr, 1e-4);
-  if (result.ok())
-    compareWithReference(subject.reference, 1e-4, result);
+  // A block's threads one at a time, by increasing index and then by
+  // decreasing index, each up to its next barrier: a barrier that the
+  // lowering leaves out where one thread reads what another writes shows
+  // in one of the two orders, deterministically.
+  EvaluationResult result;
+  for (GPUThreadOrder order :
+       {GPUThreadOrder::Forward, GPUThreadOrder::Reverse}) {
+    GPUEmulatorOptions options;
+    options.seed = config.inputSeed;
+    options.order = order;
+    result = emulateGPU(kernel, options, nullptr, 1e-4);
+    if (result.ok())
+      compareWithReference(subject.reference, 1e-4, result);
+    if (!result.ok()) {
+      if (order == GPUThreadOrder::Reverse)
+        result.reason = "(threads in reverse order) " + result.reason;
+      break;
+    }
+  }
   if (result.ok()) {
     if (record)
       record->emulated = true;

@@ -21,8 +21,23 @@
 namespace mlir {
 namespace perfdojo {
 
+/// How the threads of a block run between barriers.
+enum class GPUThreadOrder {
+  /// As OS threads, concurrently: a missing barrier may show (the OS
+  /// schedules them).
+  Concurrent,
+  /// One at a time, in increasing thread index, each until its next
+  /// barrier: deterministic, and a missing barrier shows whenever a thread
+  /// reads what a higher-numbered one writes before the barrier that is
+  /// missing (or the other way round for Reverse).
+  Forward,
+  /// One at a time, in decreasing thread index.
+  Reverse,
+};
+
 struct GPUEmulatorOptions {
   uint64_t seed = 1;
+  GPUThreadOrder order = GPUThreadOrder::Concurrent;
   /// The most thread runs (blocks x threads, over all launches) emulated.
   int64_t maxThreadRuns = int64_t(1) << 22;
   int64_t maxThreadsPerBlock = 1024, maxSharedBytes = 49152;
