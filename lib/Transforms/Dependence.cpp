@@ -129,8 +129,9 @@ public:
 
   void addOrder(const IterationOrder &order) {
     Row row;
+    unsigned depthB = order.depthB < 0 ? order.depth : unsigned(order.depthB);
     row.add(varA[order.depth], order.aGreater ? 1 : -1);
-    row.add(varB[order.depth], order.aGreater ? -1 : 1);
+    row.add(varB[depthB], order.aGreater ? -1 : 1);
     row.constant = -1; // strictly
     inequalities.push_back(row);
   }
@@ -425,6 +426,10 @@ static bool forcesOrderedEqual(const LinearForm &form,
   // (|coefficient|, largest difference) of each own variable.
   SmallVector<std::pair<uint64_t, uint64_t>, 8> terms;
   bool ordered = false;
+  // (An order across depths is left to the exact test.)
+  if (llvm::any_of(order,
+                   [](const IterationOrder &o) { return o.depthB >= 0; }))
+    return false;
   for (unsigned k = tie; k < form.coeffs.size(); ++k) {
     if (!form.coeffs[k])
       continue;
@@ -455,6 +460,9 @@ static bool hasOrderedWitness(ArrayRef<LinearForm> fx, ArrayRef<LinearForm> fy,
                               ArrayRef<int64_t> extentsA,
                               ArrayRef<int64_t> extentsB, unsigned tie,
                               ArrayRef<IterationOrder> order) {
+  if (llvm::any_of(order,
+                   [](const IterationOrder &o) { return o.depthB >= 0; }))
+    return false;
   for (auto [x, y] : llvm::zip_equal(fx, fy)) {
     if (!(x == y))
       return false;

@@ -22,10 +22,13 @@ namespace mlir {
 namespace perfdojo {
 
 /// A constraint between the iteration variables of two instances at one
-/// depth: a's variable is less than, or greater than, b's.
+/// depth: a's variable is less than, or greater than, b's. With `depthB`,
+/// a's variable at `depth` against b's at `depthB` (a GPU thread's index
+/// bound by thread scopes at different depths on the two sides).
 struct IterationOrder {
   unsigned depth;
   bool aGreater;
+  int depthB = -1;
 };
 
 class DependenceAnalysis {

@@ -187,11 +187,10 @@ private:
   SmallVector<Value> atCarriedThreads(ScopeOp loop, Carry &carry,
                                       ValueRange fallback,
                                       function_ref<SmallVector<Value>()> emit);
-  /// Whether `op` must wait at a barrier for its siblings `before` (since
-  /// the last barrier), with which it shares a buffer (`pending` holds what
-  /// they touch, `touched` what `op` touches).
+  /// Whether `op`, which touches `touched`, must wait at a barrier for its
+  /// siblings `before` (those since the last barrier).
   bool siblingsNeedBarrier(ArrayRef<Operation *> before, Operation *op,
-                           const AccessSet &pending, const AccessSet &touched);
+                           const AccessSet &touched);
   /// Whether an instance of an operation in `first` and one in `second`
   /// (subtrees below `context`), run by different threads of the block, may
   /// touch a common element of one of `buffers`, one of them writing, where
@@ -511,7 +510,6 @@ void GPUKernelLowering::merge(AccessSet &into, const AccessSet &from) {
 
 bool GPUKernelLowering::siblingsNeedBarrier(ArrayRef<Operation *> before,
                                             Operation *op,
-                                            const AccessSet &pending,
                                             const AccessSet &touched) {
   // Where every thread touches only elements that no other thread of the
   // other side touches (a softmax's exponentials, written by thread t at
@@ -519,17 +517,22 @@ bool GPUKernelLowering::siblingsNeedBarrier(ArrayRef<Operation *> before,
   // siblings need no barrier between them. Decided for sibling scopes
   // with thread scopes only; a node on one thread waits as before.
   auto scope = dyn_cast<ScopeOp>(op);
-  if (!scope || isSingle(op) || llvm::any_of(before, [&](Operation *p) {
-        return !isa<ScopeOp>(p) || isSingle(p);
-      }))
+  if (!scope || isSingle(op))
     return true;
-  AccessSet common;
-  for (auto [buffer, write] : touched)
-    if (auto it = pending.find(buffer);
-        it != pending.end() && (write || it->second))
-      common[buffer] = true;
-  return mayConflictAcrossThreads(op->getParentOp(), before, {op},
-                                  scope.getDepth(), {}, common);
+  for (Operation *sibling : before) {
+    AccessSet common;
+    for (auto [buffer, write] : accesses(sibling))
+      if (auto it = touched.find(buffer);
+          it != touched.end() && (write || it->second))
+        common[buffer] = true;
+    if (common.empty())
+      continue;
+    if (!isa<ScopeOp>(sibling) || isSingle(sibling) ||
+        mayConflictAcrossThreads(op->getParentOp(), {sibling}, {op},
+                                 scope.getDepth(), {}, common))
+      return true;
+  }
+  return false;
 }
 
 LogicalResult GPUKernelLowering::lowerUniform(ArrayRef<Operation *> ops) {
@@ -545,7 +548,7 @@ LogicalResult GPUKernelLowering::lowerUniform(ArrayRef<Operation *> ops) {
     bool single = isSingle(op);
     AccessSet touched = accesses(op);
     if ((pendingMulti || !single) && conflict(pending, touched) &&
-        siblingsNeedBarrier(since, op, pending, touched)) {
+        siblingsNeedBarrier(since, op, touched)) {
       loc = op->getLoc();
       gpu::BarrierOp::create(b, loc);
       pending.clear();
@@ -736,20 +739,22 @@ bool GPUKernelLowering::mayConflictAcrossThreads(Operation *context,
                                                  unsigned tie,
                                                  ArrayRef<IterationOrder> order,
                                                  const AccessSet &buffers) {
-  // Only where a thread is identified by the same variables on both sides:
-  // `context` under no thread scope, and every operation under the same
-  // chain of thread scopes below it (depths, sizes and the threads each
-  // one's body needs, which decide its variable's digit of the thread
-  // index: enterThreadScope). A thread is then its values of those
-  // variables, and the question is exact (DependenceAnalysis).
+  // Only where a thread is identified by corresponding variables on both
+  // sides: `context` under no thread scope, every operation of a side
+  // under the same chain of thread scopes below it, and the two chains of
+  // the same shape: sizes, and the threads each one's body needs, which
+  // decide its variable's digit of the thread index (enterThreadScope;
+  // sequential scopes between them change nothing). A thread is then its
+  // values of those variables (at their own depths on each side: `2 256:b`
+  // and `256:b 2`), and the question is exact (DependenceAnalysis).
   if (!exactBarriers)
     return true;
   for (Operation *p = context; p && !isa<KernelOp>(p); p = p->getParentOp())
     if (isThreadScope(p))
       return true;
   using Chain = SmallVector<std::tuple<unsigned, int64_t, int64_t>>;
-  std::optional<Chain> common;
-  auto collect = [&](ArrayRef<Operation *> roots, SmallVector<ComputeOp> &ops) {
+  auto collect = [&](ArrayRef<Operation *> roots, SmallVector<ComputeOp> &ops,
+                     std::optional<Chain> &common) {
     for (Operation *root : roots)
       for (ComputeOp op : collectComputeOps(root)) {
         Chain chain;
@@ -772,17 +777,24 @@ bool GPUKernelLowering::mayConflictAcrossThreads(Operation *context,
     return true;
   };
   SmallVector<ComputeOp> a, b;
-  if (!collect(first, a) || !collect(second, b))
+  std::optional<Chain> chainA, chainB;
+  if (!collect(first, a, chainA) || !collect(second, b, chainB))
     return true;
-  if (!common)
+  if (!chainA || !chainB)
     return false;
+  if (chainA->size() != chainB->size())
+    return true;
+  for (auto [x, y] : llvm::zip_equal(*chainA, *chainB))
+    if (std::get<1>(x) != std::get<1>(y) || std::get<2>(x) != std::get<2>(y) ||
+        std::get<0>(x) < tie || std::get<0>(y) < tie)
+      return true;
   if (!dependences)
     dependences = std::make_unique<DependenceAnalysis>(kernel);
   for (auto [buffer, written] : buffers)
-    for (auto [threadDepth, size, inner] : *common)
+    for (auto [x, y] : llvm::zip_equal(*chainA, *chainB))
       for (bool greater : {false, true}) {
         SmallVector<IterationOrder> ordered(order);
-        ordered.push_back({threadDepth, greater});
+        ordered.push_back({std::get<0>(x), greater, int(std::get<0>(y))});
         if (dependences->mayConflict(a, b, tie, ordered,
                                      /*reductionsCommute=*/false, nullptr,
                                      cast<BufferOp>(buffer)))

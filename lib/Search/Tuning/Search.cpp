@@ -2200,9 +2200,22 @@ public:
         target.maxSharedBytes)
       (void)apply(
           SetLocationOp::make(bufferLoc(partial), BufferLocation::shared));
-    // The partials' initialization, before them, over the threads too.
-    if (ScopeOp init = scopeAt(atDepth(bufferLoc(partial), depth)))
-      (void)spreadOverThreads(init, /*outerToGrid=*/false);
+    // The partials' initialization, before them, over the threads too:
+    // where it has one iteration a thread, on the same threads, so that
+    // each thread initializes the partial it then updates and the
+    // lowering needs no barrier between the two (an exact test); else
+    // spread as any element-wise loop.
+    if (ScopeOp init = scopeAt(atDepth(bufferLoc(partial), depth))) {
+      size_t now = env.getMoves().size();
+      bool same = init.getSize() == threads &&
+                  llvm::hasSingleElement(init.getBodyBlock()) &&
+                  isa<ComputeOp>(init.getBodyBlock().front()) &&
+                  apply(GpuBlockOp::make(locate(init)));
+      if (!same) {
+        rollBackTo(now);
+        (void)spreadOverThreads(init, /*outerToGrid=*/false);
+      }
+    }
     // The combination (the operation updating the output from the
     // partials): its second level, c threads of n / c partials each, c
     // the largest divisor with c^2 <= 4n.
