@@ -548,6 +548,8 @@ void WalkRun::replaySubject(const Subject &subject) {
     return;
   }
   size_t skipped = moves.size() - result.applied.size();
+  if (result.checks == Walker::kUncheckedText)
+    ++totals.unchecked;
   if (result.kind == FailureKind::None) {
     llvm::outs() << "replay of " << moves.size() << " move"
                  << (moves.size() == 1 ? "" : "s") << " on " << subject.name

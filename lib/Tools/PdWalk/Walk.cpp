@@ -701,7 +701,7 @@ ReplayResult Walker::replayMoves(const Subject &subject,
 
 std::string Walker::describeChecks(const WalkRecord &record) {
   if (record.unchecked)
-    return "not checked: past the interpreter's limits";
+    return kUncheckedText.str();
   if (record.jitCompiled)
     return "compiled";
   if (record.jitTooLarge)

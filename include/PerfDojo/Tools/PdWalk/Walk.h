@@ -264,6 +264,12 @@ public:
   /// The check options of a replay command line (" --input-seed=1 ...").
   std::string getCheckOptions(bool jit) const;
 
+  /// What `record`'s flags say was checked (ReplayResult::checks).
+  static std::string describeChecks(const WalkRecord &record);
+  /// describeChecks of a kernel past the interpreter's limits.
+  static constexpr llvm::StringLiteral kUncheckedText =
+      "not checked: past the interpreter's limits";
+
 private:
   void setStage(const char *stage);
   /// A move is about to be applied (`what`: its text, or its position in a
@@ -276,8 +282,6 @@ private:
   /// and compares its outputs, noting in `record` what was done.
   FailureKind checkKernel(const Subject &subject, KernelOp kernel, bool jit,
                           std::string &message, WalkRecord *record = nullptr);
-  /// What `record`'s flags say was checked (ReplayResult::checks).
-  static std::string describeChecks(const WalkRecord &record);
   /// The compile check of a kernel with GPU mappings: the GPU emulator.
   FailureKind emulateKernel(const Subject &subject, KernelOp kernel,
                             std::string &message, WalkRecord *record);
