@@ -5,6 +5,7 @@
 #include "PerfDojo/Conversion/GPU/KernelPackage.h"
 #include "PerfDojo/Conversion/GPU/Passes.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
@@ -153,10 +154,43 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
             launch.block[1] * launch.block[2];
   if (runs > options.maxThreadRuns)
     return fail(EvaluationStatus::CompileError,
-                "the kernel needs " + std::to_string(runs) +
+                kEmulatorRefusal.str() + "it needs " + std::to_string(runs) +
                     " thread runs, more than the " +
                     std::to_string(options.maxThreadRuns) +
-                    kEmulatorTooManyRuns.str());
+                    " it takes; emulate a smaller shape");
+  int64_t operations = 0;
+  llvm::StringMap<int64_t> barriers; // a thread's, in each kernel
+  module->walk([&](gpu::GPUFuncOp func) {
+    func.walk([&](Operation *) { ++operations; });
+    int64_t &count = barriers[func.getName()];
+    func.walk([&](gpu::BarrierOp barrier) {
+      int64_t times = 1;
+      for (auto loop = barrier->getParentOfType<scf::ForOp>(); loop;
+           loop = loop->getParentOfType<scf::ForOp>()) {
+        std::optional<APInt> trips = loop.getStaticTripCount();
+        if (trips)
+          times *= std::max<int64_t>(trips->getSExtValue(), 1);
+      }
+      count += times;
+    });
+  });
+  int64_t waits = 0;
+  for (const LaunchPlan &launch : plan)
+    waits += launch.grid[0] * launch.grid[1] * launch.grid[2] *
+             launch.block[0] * launch.block[1] * launch.block[2] *
+             (barriers.lookup(launch.function) + 1);
+  if (waits > options.maxBarrierWaits)
+    return fail(EvaluationStatus::CompileError,
+                kEmulatorRefusal.str() + "its threads wait at barriers " +
+                    std::to_string(waits) + " times, more than the " +
+                    std::to_string(options.maxBarrierWaits) +
+                    " it takes; emulate a smaller shape");
+  if (operations > options.maxOperations)
+    return fail(EvaluationStatus::CompileError,
+                kEmulatorRefusal.str() + "its lowered kernels hold " +
+                    std::to_string(operations) + " operations, more than the " +
+                    std::to_string(options.maxOperations) +
+                    " it compiles; emulate a kernel that unrolls less");
 
   // The kernels as host functions, for this CPU.
   PassManager host(ctx, ModuleOp::getOperationName());

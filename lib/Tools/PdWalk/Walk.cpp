@@ -270,6 +270,8 @@ FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
 static std::string summarizeRefusal(StringRef reason) {
   if (reason.starts_with(kGPULoweringRefusal))
     reason = reason.drop_front(kGPULoweringRefusal.size());
+  if (reason.starts_with(kEmulatorRefusal))
+    reason = reason.drop_front(kEmulatorRefusal.size());
   reason = reason.ltrim().split('\n').first;
   if (reason.starts_with("loc(") && reason.contains("): "))
     reason = reason.split("): ").second;
@@ -326,12 +328,12 @@ FailureKind Walker::emulateKernel(const Subject &subject, KernelOp kernel,
   // mapped (a block's shared buffers over the limit, a shared buffer that
   // two launches use, too many threads a block, a function without a
   // device implementation), and the emulator a kernel of too many thread
-  // runs: limits of the target, not faults. Everything after a successful
-  // lowering must work.
+  // runs or operations: limits of the target, not faults. Everything after a
+  // successful lowering must work.
   StringRef reason = result.reason;
   if (result.status == EvaluationStatus::CompileError &&
       (reason.starts_with(kGPULoweringRefusal) ||
-       reason.contains(kEmulatorTooManyRuns))) {
+       reason.starts_with(kEmulatorRefusal))) {
     if (record) {
       record->emulationRefused = true;
       record->refusal = summarizeRefusal(reason);

@@ -40,18 +40,26 @@ struct GPUEmulatorOptions {
   GPUThreadOrder order = GPUThreadOrder::Concurrent;
   /// The most thread runs (blocks x threads, over all launches) emulated.
   int64_t maxThreadRuns = int64_t(1) << 22;
+  /// The most operations of the lowered kernels compiled for this CPU
+  /// (26,000, a kernel unrolled 1,024 times with 83 barriers, took minutes).
+  int64_t maxOperations = 8192;
+  /// The most barrier waits (each thread run's barriers, loops multiplied
+  /// out, plus one a block), a thread switch each in the ordered modes: a
+  /// kernel of 256 blocks x 512 threads x 293 barriers ran for minutes.
+  int64_t maxBarrierWaits = int64_t(1) << 23;
   int64_t maxThreadsPerBlock = 1024, maxSharedBytes = 49152;
   bool fpContract = true;
 };
 
 /// How a CompileError's reason begins when the GPU lowering refuses the
-/// kernel (its diagnostics follow), and what it holds when the kernel
-/// needs more thread runs than GPUEmulatorOptions::maxThreadRuns: limits
-/// of the target or of the emulator, where other compile errors are faults.
+/// kernel (its diagnostics follow), and when the emulator does (more
+/// thread runs than GPUEmulatorOptions::maxThreadRuns, more operations
+/// than maxOperations to compile): limits of the target or of the
+/// emulator, where other compile errors are faults.
 inline constexpr llvm::StringLiteral kGPULoweringRefusal =
     "GPU lowering failed: ";
-inline constexpr llvm::StringLiteral kEmulatorTooManyRuns =
-    " the emulator takes; emulate a smaller shape";
+inline constexpr llvm::StringLiteral kEmulatorRefusal =
+    "the emulator refuses the kernel: ";
 
 /// Emulates `kernel` as lowered for a GPU, on the seeded inputs; compares
 /// its outputs with `reference` when given. The result's status says
