@@ -1079,6 +1079,10 @@ LogicalResult GPUKernelLowering::lowerLaunch(Launch &launch, unsigned index,
 
 StringRef GPUKernelLowering::whyCannotCompute(OpKind kind, Type type) const {
   switch (kind) {
+  case OpKind::exp:
+  case OpKind::log:
+  case OpKind::tanh:
+  case OpKind::sigmoid:
   case OpKind::erf:
   case OpKind::sin:
   case OpKind::cos:
@@ -1092,8 +1096,12 @@ StringRef GPUKernelLowering::whyCannotCompute(OpKind kind, Type type) const {
   case OpKind::acosh:
   case OpKind::atanh:
   case OpKind::pow:
-    return "no GPU instruction computes it and PerfDojo links no device "
-           "library (libdevice or ocml)";
+    // Approximated or expanded into instructions in f32
+    // (pd-approximate-math).
+    if (!type.isF32())
+      return "no GPU instruction computes it in this type and PerfDojo "
+             "links no device library (libdevice or ocml): compute it in f32";
+    return {};
   case OpKind::fmod:
   case OpKind::mod:
     // Integer remainders are instructions; the back ends expand a float

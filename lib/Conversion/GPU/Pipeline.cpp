@@ -26,7 +26,16 @@ using namespace mlir;
 namespace {
 /// What a device library function computes, by its name in libdevice
 /// (`__nv_sqrtf`, `__nv_sqrt`) and ocml (`__ocml_sqrt_f32`).
-enum class DeviceFunction { Sqrt, Rsqrt, Floor, Ceil, RoundEven, Fma, Fabs };
+enum class DeviceFunction {
+  Sqrt,
+  Rsqrt,
+  Floor,
+  Ceil,
+  RoundEven,
+  Fma,
+  Fabs,
+  CopySign
+};
 
 static std::optional<DeviceFunction> classifyDeviceFunction(StringRef name) {
   StringRef base;
@@ -52,6 +61,7 @@ static std::optional<DeviceFunction> classifyDeviceFunction(StringRef name) {
       .Case("rint", DeviceFunction::RoundEven)
       .Case("fma", DeviceFunction::Fma)
       .Case("fabs", DeviceFunction::Fabs)
+      .Case("copysign", DeviceFunction::CopySign)
       .Default(std::nullopt);
 }
 
@@ -67,7 +77,9 @@ struct GPUDeviceFunctionsPass
         continue;
       LLVM::LLVMFunctionType type = func.getFunctionType();
       Type result = type.getReturnType();
-      unsigned arity = *kind == DeviceFunction::Fma ? 3 : 1;
+      unsigned arity = *kind == DeviceFunction::Fma        ? 3
+                       : *kind == DeviceFunction::CopySign ? 2
+                                                           : 1;
       if (!isa<FloatType>(result) || type.getNumParams() != arity ||
           llvm::any_of(type.getParams(),
                        [&](Type param) { return param != result; }))
@@ -103,6 +115,9 @@ struct GPUDeviceFunctionsPass
         break;
       case DeviceFunction::Fabs:
         value = LLVM::FAbsOp::create(b, loc, result, args[0]);
+        break;
+      case DeviceFunction::CopySign:
+        value = LLVM::CopySignOp::create(b, loc, result, args[0], args[1]);
         break;
       }
       LLVM::ReturnOp::create(b, loc, value);
@@ -149,7 +164,7 @@ void mlir::perfdojo::buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
   lowering.maxSharedBytes = options.maxSharedBytes;
   lowering.fpContract = options.fpContract;
   pm.addPass(createConvertPerfDojoToGPU(lowering));
-  // f32 exp, log and tanh as polynomials: no device library needed.
+  // f32 functions as arithmetic: no device library needed.
   pm.addPass(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -1,12 +1,13 @@
 //===- Pipeline.cpp - pd-lower-to-llvm ------------------------------------===//
 
+#include "PerfDojo/Conversion/Lowering/DeviceMath.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
 #include "PerfDojo/Support/DiagnosticText.h"
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -20,17 +21,22 @@ namespace perfdojo {
 } // namespace mlir
 
 namespace {
-/// Replaces f32 exp, log and tanh by MLIR's polynomial approximations
-/// (a few ulp), which vectorize, instead of one libm call per lane.
+/// Replaces f32 math functions by arithmetic (a few ulp), which vectorizes
+/// and needs no math library: instead of one libm call per lane on the
+/// CPU, and of device library calls a GPU could not resolve.
 struct ApproximateMathPass
     : public perfdojo::impl::ApproximateMathPassBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    // Into exp, expm1, log, log1p and sqrt (approximated below).
+    perfdojo::populateDeviceMathPatterns(patterns);
+    math::populateExpansionPatterns(patterns, {"powf"});
     populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
-          // Full operation names.
-          return name == "math.exp" || name == "math.log" ||
-                 name == "math.tanh";
+        patterns, [](StringRef name) { // full operation names
+          return llvm::is_contained({"math.exp", "math.log", "math.tanh",
+                                     "math.erf", "math.atan", "math.asin",
+                                     "math.acos", "math.log1p", "math.expm1"},
+                                    name);
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

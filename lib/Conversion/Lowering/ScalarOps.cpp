@@ -119,7 +119,8 @@ Value KernelEmitter::binary(OpKind kind, Value x, Value y, Type type) {
 
 Value KernelEmitter::perLane(Value x, function_ref<Value(Value)> f) {
   auto vector = dyn_cast<VectorType>(x.getType());
-  if (!vector)
+  // f32 functions become vector arithmetic (pd-approximate-math).
+  if (!vector || vector.getElementType().isF32())
     return f(x);
   SmallVector<Value> results;
   for (int64_t lane = 0; lane < vector.getNumElements(); ++lane)

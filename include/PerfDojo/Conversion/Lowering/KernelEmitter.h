@@ -273,10 +273,12 @@ protected:
   /// `error` set when the target has no rule for its primitive.
   Value compute(ComputeOp op, Type outType, std::string &error);
   Value binary(OpKind kind, Value a, Value c, Type type);
-  /// `f` applied to each lane of `x` (or to `x` itself, a scalar): for the
-  /// math operations that become C library calls (erf, asinh, acosh,
-  /// atanh), which convert-math-to-libm runs after the vector dialect is
-  /// gone and so cannot split into lanes itself.
+  /// `f` applied to each lane of `x` (or to `x` itself, a scalar or a
+  /// vector of f32, which pd-approximate-math rewrites into vector
+  /// arithmetic): for the math operations that become C library calls in
+  /// other types (erf, asinh, acosh, atanh), which convert-math-to-libm
+  /// runs after the vector dialect is gone and so cannot split into lanes
+  /// itself.
   Value perLane(Value x, function_ref<Value(Value)> f);
   /// -1, 0 or 1 by the sign of `x` (a float NaN stays NaN).
   Value sign(Value x, Type type);

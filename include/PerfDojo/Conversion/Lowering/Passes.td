@@ -81,13 +81,20 @@ def FenceStreamingStores
 }
 
 def ApproximateMathPass : Pass<"pd-approximate-math", "::mlir::ModuleOp"> {
-  let summary = "Polynomial approximations of f32 exp, log and tanh";
+  let summary = "f32 math functions as vector arithmetic, without a math library";
   let description = [{
-    Replaces `math.exp`, `math.log` and `math.tanh` by MLIR's polynomial
-    approximations (a few ulp), which vectorize and need no math library,
-    instead of one libm call per lane. `pd-lower-to-llvm` and the GPU
-    lowering run it after `convert-perfdojo-to-standard`. Other math
-    operations are left to `convert-math-to-llvm` and `convert-math-to-libm`.
+    Rewrites every f32 (scalar or vector) math function into arithmetic
+    that vectorizes and needs no math library, instead of one C library
+    call per lane on the CPU, and a device library call (which PerfDojo
+    does not link) on a GPU: `exp`, `log`, `tanh`, `erf`, `asin`, `acos`,
+    `atan` by MLIR's polynomial approximations; `sin`, `cos`, `tan`,
+    `sinh`, `cosh`, `asinh`, `acosh`, `atanh` by PerfDojo's rewrites
+    (`DeviceMath.h`: accurate near zero and for large arguments, where
+    MLIR's expansions lose digits); `powf` by MLIR's expansion. A few ulp
+    (docs/GPU.md has the measured errors). `pd-lower-to-llvm`, the GPU
+    pipelines and the GPU emulator run it after the conversion of the
+    kernels; functions of other types are left to `convert-math-to-llvm`
+    and `convert-math-to-libm` (the GPU lowering refuses them).
 
     ```mlir
     %e = math.exp %x : vector<8xf32>
