@@ -152,12 +152,17 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   for (const LaunchPlan &launch : plan)
     runs += launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.block[0] *
             launch.block[1] * launch.block[2];
-  if (runs > options.maxThreadRuns)
+  // A kernel past one of the emulator's limits: `what` it needs, more than
+  // `limit`, which the emulator `takes` (and the way out).
+  auto refuse = [&](const Twine &what, int64_t limit, StringRef takes) {
     return fail(EvaluationStatus::CompileError,
-                kEmulatorRefusal.str() + "it needs " + std::to_string(runs) +
-                    " thread runs, more than the " +
-                    std::to_string(options.maxThreadRuns) +
-                    " it takes; emulate a smaller shape");
+                (kEmulatorRefusal + what + ", more than the " + Twine(limit) +
+                 " " + takes)
+                    .str());
+  };
+  if (runs > options.maxThreadRuns)
+    return refuse("it needs " + Twine(runs) + " thread runs",
+                  options.maxThreadRuns, "it takes; emulate a smaller shape");
   int64_t operations = 0;
   llvm::StringMap<int64_t> barriers; // a thread's, in each kernel
   module->walk([&](gpu::GPUFuncOp func) {
@@ -180,17 +185,13 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
              launch.block[0] * launch.block[1] * launch.block[2] *
              (barriers.lookup(launch.function) + 1);
   if (waits > options.maxBarrierWaits)
-    return fail(EvaluationStatus::CompileError,
-                kEmulatorRefusal.str() + "its threads wait at barriers " +
-                    std::to_string(waits) + " times, more than the " +
-                    std::to_string(options.maxBarrierWaits) +
-                    " it takes; emulate a smaller shape");
+    return refuse("its threads wait at barriers " + Twine(waits) + " times",
+                  options.maxBarrierWaits, "it takes; emulate a smaller shape");
   if (operations > options.maxOperations)
-    return fail(EvaluationStatus::CompileError,
-                kEmulatorRefusal.str() + "its lowered kernels hold " +
-                    std::to_string(operations) + " operations, more than the " +
-                    std::to_string(options.maxOperations) +
-                    " it compiles; emulate a kernel that unrolls less");
+    return refuse("its lowered kernels hold " + Twine(operations) +
+                      " operations",
+                  options.maxOperations,
+                  "it compiles; emulate a kernel that unrolls less");
 
   // The kernels as host functions, for this CPU.
   PassManager host(ctx, ModuleOp::getOperationName());
