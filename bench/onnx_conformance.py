@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import json
 import os
 import platform
@@ -316,7 +317,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compile", action="store_true", help="interpreter only")
     ap.add_argument("--json", help="write every case's result here")
     ap.add_argument("--markdown", help="write the report (docs/ONNX.md)")
-    ap.add_argument("--date", default="2026-11-23")
+    ap.add_argument("--date", default=datetime.date.today().isoformat(),
+                    help="the date the report gives (default: today)")
     ap.add_argument("--from-json", metavar="IN",
                     help="do not run: write --markdown from the results of an earlier --json")
     ap.add_argument("-v", "--verbose", action="store_true")
