@@ -58,20 +58,10 @@ public:
   Value select(Value cond, Value x, Value y) {
     return arith::SelectOp::create(b, cond, x, y);
   }
-  /// `magnitude` (not negative) with the sign bit of `sign`, by bits (a
-  /// GPU has no copysign function without a device library).
+  /// `magnitude` with the sign of `sign` (an instruction everywhere; on
+  /// GPUs through pd-gpu-device-functions).
   Value withSignOf(Value magnitude, Value sign) {
-    Type bits = b.getI32Type();
-    if (auto vector = dyn_cast<VectorType>(type))
-      bits = vector.clone(bits);
-    Value signBit = arith::AndIOp::create(
-        b, arith::BitcastOp::create(b, bits, sign),
-        arith::ConstantOp::create(
-            b, cast<TypedAttr>(makeSplat(bits, int64_t(0x80000000)))));
-    return arith::BitcastOp::create(
-        b, type,
-        arith::OrIOp::create(b, arith::BitcastOp::create(b, bits, magnitude),
-                             signBit));
+    return math::CopySignOp::create(b, magnitude, sign);
   }
   /// c[0] + z (c[1] + z (c[2] + ...)), by FMAs.
   Value poly(Value z, ArrayRef<double> coefficients) {
@@ -114,15 +104,6 @@ public:
 
   ImplicitLocOpBuilder b;
   Type type;
-
-private:
-  static Attribute makeSplat(Type type, int64_t value) {
-    Type element = getElementTypeOrSelf(type);
-    auto attr = IntegerAttr::get(element, APInt(32, uint64_t(value)));
-    if (auto vector = dyn_cast<VectorType>(type))
-      return DenseElementsAttr::get(vector, Attribute(attr));
-    return attr;
-  }
 };
 
 constexpr double kLog2 = 0.693147180559945309;

@@ -139,6 +139,9 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   lowering.maxSharedBytes = options.maxSharedBytes;
   lowering.fpContract = options.fpContract;
   gpu.addPass(createConvertPerfDojoToGPU(lowering));
+  // The functions as arithmetic, as the GPU pipeline has them, so that the
+  // operations counted below are those compiled.
+  gpu.addPass(createApproximateMathPass());
   if (failed(gpu.run(*module)))
     return fail(EvaluationStatus::CompileError,
                 kGPULoweringRefusal.str() + diagnostics.str());
