@@ -1,7 +1,9 @@
 //===- Mapping.cpp - unroll, parallelize, vectorize, GPU mappings, unset --===//
 //
-//   64 16 y[{0},{1}]=x[{0},{1}]   vectorize@y:1     64 16:v y[{0},{1}]=x[{0},{1}]
-//                                 parallelize@y:0   64:p 16 y[{0},{1}]=x[{0},{1}]
+//   64 16 y[{0},{1}]=x[{0},{1}]   vectorize@y:1     64 16:v
+//   y[{0},{1}]=x[{0},{1}]
+//                                 parallelize@y:0   64:p 16
+//                                 y[{0},{1}]=x[{0},{1}]
 //
 // A mapping never changes what the tree computes (the interpreter runs every
 // scope sequentially), but it changes how iterations may be scheduled:
@@ -13,6 +15,10 @@
 // - vector: the scope holds exactly one operation and has a power-of-two
 //   size from 2 to 64; lanes may reduce into one element (a horizontal
 //   reduction), otherwise as parallel.
+// - warp: as parallel, except that an operation directly in the scope may
+//   reduce into an element every lane updates (a warp reduction, combined
+//   by shuffles), in a scope of a power-of-two size without thread scopes
+//   inside, where nothing else in the scope touches that element.
 // - the nesting rules of the dialect (vector innermost, block inside grid,
 //   warp inside block, no CPU parallel inside GPU scopes...) must hold.
 //
@@ -82,6 +88,81 @@ static LogicalResult checkIndependent(ScopeOp scope, bool reductionsCommute,
   return success();
 }
 
+/// Whether the iterations of `scope` may run as the lanes of a warp: as
+/// for any concurrent mapping, except that an operation directly in the
+/// scope may reduce into an element that every lane updates (a warp
+/// reduction: the lanes' terms combined by shuffles, then one update). Such
+/// an element is touched by nothing else in the scope, and the lanes pair
+/// up by halves: a power-of-two size, no thread scope inside.
+static LogicalResult checkWarpLanes(ScopeOp scope, std::string &reason) {
+  if (failed(checkIndependent(scope, /*reductionsCommute=*/true, reason)))
+    return failure();
+  auto sharedDeps =
+      DependenceAnalysis::getShared(scope->getParentOfType<KernelOp>());
+  const DependenceAnalysis &deps = *sharedDeps;
+  unsigned depth = scope.getDepth();
+  SmallVector<ComputeOp> ops = collectComputeOps(scope), acrossLanes, others;
+  for (ComputeOp op : ops) {
+    bool across = op.getReduction() != Reduction::none &&
+                  deps.mayConflict(op, op, depth, {{depth, /*aGreater=*/true}},
+                                   /*reductionsCommute=*/false);
+    if (!across) {
+      others.push_back(op);
+      continue;
+    }
+    if (op->getParentOp() != scope.getOperation())
+      return refuse(reason, [&] {
+        return "the reduction writing '" +
+               op.getOut().getArray().getValue().str() +
+               "' updates one element from every lane inside a nested "
+               "scope; a warp reduces only an operation directly in the "
+               "scope";
+      });
+    if (llvm::any_of(op.getOut().getLinearForms(), [&](const LinearForm &form) {
+          return depth < form.getNumDims() && form.coeff(depth);
+        }))
+      return refuse(reason, [&] {
+        return "lanes update a common storage slot of '" +
+               op.getOut().getArray().getValue().str() +
+               "' through different indices (a reused dimension)";
+      });
+    acrossLanes.push_back(op);
+  }
+  if (acrossLanes.empty())
+    return success();
+  if (!llvm::isPowerOf2_64(scope.getSize()))
+    return refuse(reason, [&] {
+      return "a warp reduction pairs lanes by halves: the scope's size " +
+             std::to_string(scope.getSize()) + " is not a power of two";
+    });
+  bool threadScopes =
+      scope
+          .walk([&](ScopeOp s) {
+            return s != scope && (s.getMapping() == Mapping::block ||
+                                  s.getMapping() == Mapping::warp)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
+  if (threadScopes) {
+    reason = "a warp reduction's lanes must be the innermost threads: the "
+             "scope holds a thread scope";
+    return failure();
+  }
+  for (ComputeOp op : acrossLanes) {
+    BufferOp out = deps.lookup(op.getOut().getArray().getValue());
+    std::string buffer;
+    if (out && deps.mayConflict(others, {op}, depth, {},
+                                /*reductionsCommute=*/false, &buffer, out))
+      return refuse(reason, [&] {
+        return "an element of '" + buffer +
+               "' that the lanes reduce into is touched by another "
+               "operation of the scope";
+      });
+  }
+  return success();
+}
+
 LogicalResult mlir::perfdojo::canSetMapping(ScopeOp scope, Mapping mapping,
                                             std::string &reason) {
   assert(mapping != Mapping::seq && "use canUnsetMapping");
@@ -126,6 +207,8 @@ LogicalResult mlir::perfdojo::canSetMapping(ScopeOp scope, Mapping mapping,
     return failure();
   if (mapping == Mapping::unroll)
     return success();
+  if (mapping == Mapping::warp)
+    return checkWarpLanes(scope, reason);
   return checkIndependent(scope, /*reductionsCommute=*/mapping ==
                                      Mapping::vector,
                           reason);

@@ -3,6 +3,8 @@
 // For the GPU emulator: a kernel becomes a function of (arguments, shared
 // memory, block, thread) that the emulator calls once per thread, with the
 // threads of a block running concurrently and meeting at real barriers.
+// A warp shuffle becomes a call that exchanges the lanes' words through
+// the block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +86,25 @@ LogicalResult EmulateGPUOnHostPass::convert(gpu::GPUFuncOp kernel,
       func::CallOp::create(at, op->getLoc(), "perfdojo_gpu_barrier",
                            TypeRange());
       op->erase();
+    } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
+      // The emulator exchanges the lanes' words through the block (every
+      // thread of the block reaches a shuffle: the lowering's uniform walk).
+      Type i32 = at.getI32Type();
+      if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
+          shuffle.getValue().getType() != i32) {
+        op->emitError("the GPU emulator shuffles only 32-bit words by xor");
+        return WalkResult::interrupt();
+      }
+      Value other =
+          func::CallOp::create(
+              at, op->getLoc(), "perfdojo_gpu_shuffle_xor", TypeRange{i32},
+              ValueRange{shuffle.getValue(), shuffle.getOffset()})
+              .getResult(0);
+      shuffle.getShuffleResult().replaceAllUsesWith(other);
+      shuffle.getValid().replaceAllUsesWith(
+          arith::ConstantOp::create(at, op->getLoc(), at.getBoolAttr(true))
+              .getResult());
+      op->erase();
     } else if (isa<gpu::ReturnOp>(op)) {
       func::ReturnOp::create(at, op->getLoc());
       op->erase();
@@ -116,6 +137,12 @@ void EmulateGPUOnHostPass::runOnOperation() {
   auto barrier = func::FuncOp::create(
       b, module.getLoc(), "perfdojo_gpu_barrier", b.getFunctionType({}, {}));
   barrier.setPrivate();
+  // The shuffle it provides: a lane's 32-bit word for another's.
+  Type i32 = b.getI32Type();
+  auto shuffle =
+      func::FuncOp::create(b, module.getLoc(), "perfdojo_gpu_shuffle_xor",
+                           b.getFunctionType({i32, i32}, {i32}));
+  shuffle.setPrivate();
   // The host functions that launched the kernels.
   SmallVector<func::FuncOp> launchers;
   for (auto func : module.getOps<func::FuncOp>())

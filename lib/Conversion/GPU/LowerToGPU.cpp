@@ -34,6 +34,9 @@ namespace perfdojo {
 using namespace mlir;
 using namespace mlir::perfdojo;
 
+/// The lanes of a hardware warp (a wave of 64 on AMD GPUs holds two).
+static constexpr int32_t kWarpLanes = 32;
+
 static bool isThreadScope(Operation *op) {
   auto scope = dyn_cast<ScopeOp>(op);
   return scope && (scope.getMapping() == Mapping::block ||
@@ -50,21 +53,61 @@ static bool containsThreadScope(Operation *op) {
       .wasInterrupted();
 }
 
+/// Whether `op` is a warp reduction: a reduction directly in a warp scope
+/// into an element that its variable does not index, so that every lane
+/// updates it (gpu_warp's legality). Its lanes' terms are combined by
+/// shuffles, and the first lane makes the one update.
+static bool isWarpReduction(ComputeOp op) {
+  auto scope = dyn_cast<ScopeOp>(op->getParentOp());
+  if (!scope || scope.getMapping() != Mapping::warp ||
+      op.getReduction() == Reduction::none)
+    return false;
+  unsigned depth = scope.getDepth();
+  return llvm::none_of(op.getOut().getLinearForms(),
+                       [&](const LinearForm &form) {
+                         return depth < form.getNumDims() && form.coeff(depth);
+                       });
+}
+
+/// The most lanes of a warp reduction in a warp scope strictly below
+/// `op` (1 if none): the threads below `op` are aligned to it, so that a
+/// warp reduction's lanes are consecutive threads of one hardware warp,
+/// starting at a multiple of their number.
+static int64_t warpReductionLanesBelow(Operation *op) {
+  int64_t lanes = 1;
+  op->walk([&](ComputeOp c) {
+    if (isWarpReduction(c) && c->getParentOp() != op)
+      lanes = std::max<int64_t>(
+          lanes, int64_t(cast<ScopeOp>(c->getParentOp()).getSize()));
+  });
+  return lanes;
+}
+
 /// The threads the nodes `ops` need side by side: the most that one of
 /// them needs (a thread scope of N iterations: N times what its body
 /// needs), saturated at `limit` + 1.
 static int64_t threadsNeeded(ArrayRef<Operation *> ops, int64_t limit);
+/// The threads one iteration of the thread scope `scope` needs: what its
+/// children need, aligned to the warp reductions below it.
+static int64_t threadsPerIteration(ScopeOp scope, int64_t limit) {
+  SmallVector<Operation *> children;
+  for (Operation &child : scope.getBodyBlock())
+    children.push_back(&child);
+  return llvm::alignTo(threadsNeeded(children, limit),
+                       warpReductionLanesBelow(scope));
+}
 static int64_t threadsNeeded(Operation *op, int64_t limit) {
   auto scope = dyn_cast<ScopeOp>(op);
   if (!scope)
     return 1;
-  SmallVector<Operation *> children;
-  for (Operation &child : scope.getBodyBlock())
-    children.push_back(&child);
-  int64_t inner = threadsNeeded(children, limit);
-  if (!isThreadScope(scope))
-    return inner;
-  return std::min<int64_t>(int64_t(scope.getSize()) * inner, limit + 1);
+  if (!isThreadScope(scope)) {
+    SmallVector<Operation *> children;
+    for (Operation &child : scope.getBodyBlock())
+      children.push_back(&child);
+    return threadsNeeded(children, limit);
+  }
+  return std::min<int64_t>(
+      int64_t(scope.getSize()) * threadsPerIteration(scope, limit), limit + 1);
 }
 static int64_t threadsNeeded(ArrayRef<Operation *> ops, int64_t limit) {
   int64_t most = 1;
@@ -203,6 +246,13 @@ private:
                                 const AccessSet &buffers);
   /// A node without thread scopes: run by the one thread of the context.
   LogicalResult lowerSingle(Operation *op);
+  /// A warp reduction (isWarpReduction), run by every thread: each lane's
+  /// term, combined across the lanes by shuffles, and the first lane's
+  /// update.
+  LogicalResult lowerWarpReduction(ComputeOp op);
+  /// The value of `value` in the lane whose index differs from this one's
+  /// by `offset` (a bitwise xor), within a hardware warp.
+  Value shuffleXor(Value value, int64_t offset);
 
   bool isSingle(Operation *op) { return !containsThreadScope(op); }
   /// The non-private buffers `op` touches.
@@ -263,6 +313,24 @@ LogicalResult GPUKernelLowering::planLaunches() {
              << threadsNeeded(culprit, INT64_MAX / 2) / culprit.getSize()
              << "), which the GPU does not have; tile the scope and map "
                 "fewer iterations to threads";
+    }
+    // A warp reduction's shuffles need every lane of its hardware warp:
+    // whole warps of 32 threads (the extra threads have no work).
+    if (llvm::any_of(launch.body, [](Operation *op) {
+          return op
+              ->walk([](ComputeOp c) {
+                return isWarpReduction(c) ? WalkResult::interrupt()
+                                          : WalkResult::advance();
+              })
+              .wasInterrupted();
+        })) {
+      launch.threads = llvm::alignTo(launch.threads, kWarpLanes);
+      if (launch.threads > maxThreads)
+        return launch.root->emitError()
+               << "the kernel's warp reductions need whole warps of "
+               << kWarpLanes << " threads, " << launch.threads
+               << " a block, more than the " << maxThreads
+               << " the GPU has; map fewer iterations to threads";
     }
     launches.push_back(std::move(launch));
   }
@@ -557,7 +625,10 @@ LogicalResult GPUKernelLowering::lowerUniform(ArrayRef<Operation *> ops) {
     }
     since.push_back(op);
     LogicalResult result = success();
-    if (single)
+    auto compute = dyn_cast<ComputeOp>(op);
+    if (compute && isWarpReduction(compute))
+      result = lowerWarpReduction(compute);
+    else if (single)
       result = lowerSingle(op);
     else if (isThreadScope(op))
       result = lowerThreadScope(cast<ScopeOp>(op));
@@ -619,13 +690,96 @@ LogicalResult GPUKernelLowering::lowerSingle(Operation *op) {
   return success();
 }
 
+Value GPUKernelLowering::shuffleXor(Value value, int64_t offset) {
+  // Shuffles move 32 bits: narrower values widened, 64-bit ones in halves.
+  Type type = value.getType();
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Type i32 = b.getI32Type(), bitsType = b.getIntegerType(bits);
+  Value x = isa<FloatType>(type)
+                ? arith::BitcastOp::create(b, loc, bitsType, value).getResult()
+                : value;
+  auto shuffle = [&](Value word) {
+    return gpu::ShuffleOp::create(b, loc, word, int32_t(offset), kWarpLanes,
+                                  gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  if (bits == 32) {
+    x = shuffle(x);
+  } else if (bits < 32) {
+    x = arith::TruncIOp::create(
+        b, loc, bitsType,
+        shuffle(arith::ExtUIOp::create(b, loc, i32, x).getResult()));
+  } else {
+    Type i64 = b.getI64Type();
+    Value wide =
+        bits == 64 ? x : arith::ExtUIOp::create(b, loc, i64, x).getResult();
+    Value shift =
+        arith::ConstantOp::create(b, loc, i64, b.getIntegerAttr(i64, 32));
+    Value low = shuffle(arith::TruncIOp::create(b, loc, i32, wide));
+    Value high = shuffle(arith::TruncIOp::create(
+        b, loc, i32, arith::ShRUIOp::create(b, loc, wide, shift)));
+    wide = arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i64, low),
+        arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, high),
+                              shift));
+    x = bits == 64
+            ? wide
+            : arith::TruncIOp::create(b, loc, bitsType, wide).getResult();
+  }
+  return isa<FloatType>(type)
+             ? arith::BitcastOp::create(b, loc, type, x).getResult()
+             : x;
+}
+
+LogicalResult GPUKernelLowering::lowerWarpReduction(ComputeOp op) {
+  auto scope = cast<ScopeOp>(op->getParentOp());
+  loc = op.getLoc();
+  Type type = elementType(op.getOut().getArray().getValue());
+  if (type.isIndex() || type.getIntOrFloatBitWidth() > 64)
+    return op.emitError("a warp reduction in this type has no shuffle");
+  // Every thread of the block runs this (the uniform walk), so every lane
+  // of a hardware warp reaches the shuffles. A lane without work brings
+  // any value: the lanes of a reduction are aligned to their number
+  // (threadsPerIteration), so they have work or not together.
+  Value guard = singleGuard();
+  std::string error;
+  Value term;
+  if (!guard) {
+    term = compute(op, type, error);
+  } else {
+    OpBuilder::InsertionGuard insertion(b);
+    auto branch = scf::IfOp::create(b, loc, type, guard,
+                                    /*withElseRegion=*/true);
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, loc, constant(0, type));
+    b.setInsertionPointToStart(branch.thenBlock());
+    term = compute(op, type, error);
+    if (term)
+      scf::YieldOp::create(b, loc, term);
+    term = branch.getResult(0);
+  }
+  if (error.size() || !term)
+    return op.emitError(error);
+  // A butterfly: after the shuffle by `offset`, each lane holds its group
+  // of 2 * offset lanes' combination (every lane, the same value).
+  OpKind combiner = getCombiner(op.getReduction());
+  for (int64_t offset = scope.getSize() / 2; offset >= 1; offset /= 2)
+    term = binary(combiner, term, shuffleXor(term, offset), type);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      ivs[scope.getDepth()], constantIndex(0));
+  guard =
+      guard ? arith::AndIOp::create(b, loc, guard, first).getResult() : first;
+  OpBuilder::InsertionGuard insertion(b);
+  auto branch = scf::IfOp::create(b, loc, guard, /*withElse=*/false);
+  b.setInsertionPointToStart(branch.thenBlock());
+  store(op, term);
+  return success();
+}
+
 GPUKernelLowering::ThreadContext
 GPUKernelLowering::enterThreadScope(ScopeOp scope) {
   loc = scope.getLoc();
-  SmallVector<Operation *> children;
-  for (Operation &child : scope.getBodyBlock())
-    children.push_back(&child);
-  int64_t inner = threadsNeeded(children, maxThreads);
+  int64_t inner = threadsPerIteration(scope, maxThreads);
   int64_t size = scope.getSize();
   ThreadContext outer = threads;
   Value valid = outer.valid;
@@ -762,11 +916,9 @@ bool GPUKernelLowering::mayConflictAcrossThreads(Operation *context,
              p = p->getParentOp())
           if (isThreadScope(p)) {
             auto scope = cast<ScopeOp>(p);
-            SmallVector<Operation *> children;
-            for (Operation &child : scope.getBodyBlock())
-              children.push_back(&child);
-            chain.insert(chain.begin(), {scope.getDepth(), scope.getSize(),
-                                         threadsNeeded(children, maxThreads)});
+            chain.insert(chain.begin(),
+                         {scope.getDepth(), scope.getSize(),
+                          threadsPerIteration(scope, maxThreads)});
           }
         // An operation outside thread scopes runs on the first thread.
         if (chain.empty() || (common && *common != chain))

@@ -25,7 +25,7 @@ namespace {
 class BlockBarrier {
 public:
   BlockBarrier(unsigned count, GPUThreadOrder order)
-      : count(count), order(order), turns(count) {}
+      : words(count), count(count), order(order), turns(count) {}
 
   /// Before thread `t` runs anything.
   void begin(unsigned t) {
@@ -59,6 +59,9 @@ public:
     passTurn();
   }
 
+  /// A word per thread, for the shuffles.
+  std::vector<uint32_t> words;
+
   /// The first thread to run.
   unsigned first() const {
     return order == GPUThreadOrder::Reverse ? count - 1 : 0;
@@ -90,6 +93,23 @@ thread_local unsigned currentThread = 0;
 extern "C" void perfdojoGPUBarrier() {
   if (currentBarrier)
     currentBarrier->wait(currentThread);
+}
+
+/// `perfdojo_gpu_shuffle_xor`: thread `t`'s word for that of thread
+/// `t ^ offset`. Every thread of the block calls it (the GPU lowering
+/// emits shuffles where all of them run, in whole warps), so a block
+/// barrier after the words are written and another after they are read
+/// make the exchange.
+extern "C" uint32_t perfdojoGPUShuffleXor(uint32_t word, uint32_t offset) {
+  if (!currentBarrier)
+    return word;
+  std::vector<uint32_t> &words = currentBarrier->words;
+  words[currentThread] = word;
+  currentBarrier->wait(currentThread);
+  unsigned other = currentThread ^ offset;
+  uint32_t result = other < words.size() ? words[other] : word;
+  currentBarrier->wait(currentThread);
+  return result;
 }
 
 /// A buffer of the emulated GPU's memory and its memref descriptor.
@@ -171,9 +191,14 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
   module->walk([&](gpu::GPUFuncOp func) {
     func.walk([&](Operation *) { ++operations; });
     int64_t &count = barriers[func.getName()];
-    func.walk([&](gpu::BarrierOp barrier) {
-      int64_t times = 1;
-      for (auto loop = barrier->getParentOfType<scf::ForOp>(); loop;
+    // A barrier waits once, an emulated shuffle twice.
+    func.walk([&](Operation *op) {
+      int64_t times = isa<gpu::BarrierOp>(op)   ? 1
+                      : isa<gpu::ShuffleOp>(op) ? 2
+                                                : 0;
+      if (!times)
+        return;
+      for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
            loop = loop->getParentOfType<scf::ForOp>()) {
         std::optional<APInt> trips = loop.getStaticTripCount();
         if (trips)
@@ -211,6 +236,9 @@ EvaluationResult mlir::perfdojo::emulateGPU(KernelOp kernel,
     llvm::orc::SymbolMap symbols;
     symbols[interner("perfdojo_gpu_barrier")] = {
         llvm::orc::ExecutorAddr::fromPtr(&perfdojoGPUBarrier),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("perfdojo_gpu_shuffle_xor")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&perfdojoGPUShuffleXor),
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });

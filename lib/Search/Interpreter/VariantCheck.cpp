@@ -166,6 +166,7 @@ public:
           info.reads.push_back(compile(access));
       info.write = compile(compute.getOut());
       info.reduction = compute.getReduction() != Reduction::none;
+      info.parent = compute->getParentOp();
     });
   }
 
@@ -193,10 +194,14 @@ private:
     SmallVector<Access, 3> reads;
     Access write;
     bool reduction = false;
+    /// The scope the operation is directly in.
+    Operation *parent = nullptr;
   };
   /// Who touched one storage element in the current scope instance.
   struct Touch {
     int64_t writer = kNone, reader = kNone;
+    /// The writer by other than a lane reduction (see `touch`).
+    int64_t plainWriter = kNone;
   };
   /// A concurrent scope being executed.
   struct Active {
@@ -274,9 +279,15 @@ private:
       int64_t self = iv[a.depth];
       Touch &t = a.touched[key];
       auto other = [&](int64_t who) { return who != kNone && who != self; };
-      bool conflict = write ? (other(t.writer) && !(a.vector && reduction)) ||
-                                  other(t.reader)
-                            : other(t.writer);
+      // Lanes may update one element together: a vector scope's (a
+      // horizontal reduction) and a reduction directly in a warp scope (a
+      // warp reduction), against each other's updates only.
+      bool lanes =
+          reduction && (a.vector || (a.scope.getMapping() == Mapping::warp &&
+                                     op.parent == a.scope));
+      bool conflict =
+          write ? other(lanes ? t.plainWriter : t.writer) || other(t.reader)
+                : other(t.writer);
       if (conflict) {
         int64_t them = write && other(t.reader) ? t.reader : t.writer;
         race = "race in the " + stringifyMapping(a.scope.getMapping()).str() +
@@ -292,8 +303,12 @@ private:
                (them == kMany ? "" : "s");
         return;
       }
-      int64_t &who = write ? t.writer : t.reader;
-      who = who == kNone || who == self ? self : kMany;
+      auto record = [&](int64_t &who) {
+        who = who == kNone || who == self ? self : kMany;
+      };
+      record(write ? t.writer : t.reader);
+      if (write && !lanes)
+        record(t.plainWriter);
     }
   }
 

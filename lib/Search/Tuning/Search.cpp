@@ -2157,9 +2157,12 @@ public:
   /// that consecutive threads read consecutive elements, the threads'
   /// partial results combined after them by the block's first thread
   /// (split_reduction), partials in shared memory when they fit. The
-  /// combination of 64 partials or more is split in turn over fewer
-  /// threads (256 partials: 32 threads add 8 each, then the first thread
-  /// adds the 32), a chain of about 2 sqrt(n) additions instead of n.
+  /// combination of 64 partials or more is split in turn: in warps where
+  /// their number is a multiple of a warp's lanes (combineInWarps: 256
+  /// partials, 8 warps of shuffles, then the first thread adds the 8),
+  /// else over fewer threads (c threads of n / c partials each, then the
+  /// first thread adds the c), a chain of about 2 sqrt(n) additions
+  /// instead of n.
   bool splitOverThreads(ScopeOp scope, int64_t threads = 0) {
     SmallVector<ComputeOp> ops;
     scope.walk([&](ComputeOp op) { ops.push_back(op); });
@@ -2195,6 +2198,38 @@ public:
       rollBackTo(before);
       return false;
     }
+    placePartials(partial, depth, threads);
+    // The combination (the operation updating the output from the
+    // partials): its second level, c threads of n / c partials each, c
+    // the largest divisor with c^2 <= 4n.
+    ComputeOp combine;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (op.getOut().getArray().getValue() == output &&
+          llvm::any_of(op.getInputs(), [&](Attribute in) {
+            auto access = dyn_cast<AccessAttr>(in);
+            return access && access.getArray().getValue() == partial;
+          }))
+        combine = op;
+    });
+    ScopeOp combined = combine ? scopeAt(scopeLoc(combine, depth)) : ScopeOp();
+    int64_t n = combined ? combined.getSize() : 0, second = 0;
+    if (n >= kTwoLevelCombine && combineInWarps(combined))
+      return true;
+    for (int64_t c = 2; n >= kTwoLevelCombine && c * c <= 4 * n; ++c)
+      if (n % c == 0)
+        second = c;
+    if (second && second < n) {
+      size_t now = env.getMoves().size();
+      if (!splitOverThreads(combined, second))
+        rollBackTo(now);
+    }
+    return true;
+  }
+  /// Places the partial results `partial` of a reduction split over
+  /// `threads` threads at `depth`: in shared memory when a block's part of
+  /// them fits, and their initialization, before them, over the threads
+  /// too.
+  void placePartials(StringRef partial, unsigned depth, int64_t threads) {
     // Shared memory when a block's part of the partials fits.
     if (perBlockBytes(env.getKernel().lookupArray(partial)) <=
         target.maxSharedBytes)
@@ -2216,28 +2251,33 @@ public:
         (void)spreadOverThreads(init, /*outerToGrid=*/false);
       }
     }
-    // The combination (the operation updating the output from the
-    // partials): its second level, c threads of n / c partials each, c
-    // the largest divisor with c^2 <= 4n.
-    ComputeOp combine;
-    env.getKernel().walk([&](ComputeOp op) {
-      if (op.getOut().getArray().getValue() == output &&
-          llvm::any_of(op.getInputs(), [&](Attribute in) {
-            auto access = dyn_cast<AccessAttr>(in);
-            return access && access.getArray().getValue() == partial;
-          }))
-        combine = op;
-    });
-    ScopeOp combined = combine ? scopeAt(scopeLoc(combine, depth)) : ScopeOp();
-    int64_t n = combined ? combined.getSize() : 0, second = 0;
-    for (int64_t c = 2; n >= kTwoLevelCombine && c * c <= 4 * n; ++c)
-      if (n % c == 0)
-        second = c;
-    if (second && second < n) {
-      size_t now = env.getMoves().size();
-      if (!splitOverThreads(combined, second))
-        rollBackTo(now);
+  }
+  /// Combines the partials that the scope `combined` reduces (n of them, n
+  /// a multiple of a warp's lanes) in warps: each warp of the block
+  /// reduces a warp's lanes' worth of them with shuffles (gpu_warp on a
+  /// reduction), and the first thread combines the n / 32 results. A
+  /// chain of 5 shuffles and n / 32 additions, with no barrier between
+  /// the two levels' threads inside a warp. Returns whether it did;
+  /// nothing changes otherwise.
+  bool combineInWarps(ScopeOp combined) {
+    int64_t n = combined.getSize(), lanes = target.warpSize;
+    ComputeOp op = firstCompute(combined);
+    if (lanes < 2 || n % lanes || n < 2 * lanes || !op)
+      return false;
+    size_t before = env.getMoves().size();
+    MoveLocation at = locate(combined);
+    unsigned depth = combined.getDepth();
+    std::string output = op.getOut().getArray().getValue().str();
+    std::string partial;
+    if (apply(TileScopeOp::make(at, lanes)))
+      partial = splitReductionAt(at, output);
+    MoveLocation warps = partialLocation(partial, depth);
+    if (partial.empty() || !apply(GpuBlockOp::make(warps)) ||
+        !apply(GpuWarpOp::make(atDepth(warps, depth + 1)))) {
+      rollBackTo(before);
+      return false;
     }
+    placePartials(partial, depth, n / lanes);
     return true;
   }
   /// Partial results from this many on are combined in two levels.
