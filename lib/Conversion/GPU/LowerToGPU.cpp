@@ -314,61 +314,65 @@ LogicalResult GPUKernelLowering::planLaunches() {
              << "), which the GPU does not have; tile the scope and map "
                 "fewer iterations to threads";
     }
-    // A warp reduction's shuffles need every lane of its hardware warp:
-    // whole warps of 32 threads (the extra threads have no work).
-    if (llvm::any_of(launch.body, [](Operation *op) {
-          return op
-              ->walk([](ComputeOp c) {
-                return isWarpReduction(c) ? WalkResult::interrupt()
-                                          : WalkResult::advance();
-              })
-              .wasInterrupted();
-        })) {
-      launch.threads = llvm::alignTo(launch.threads, kWarpLanes);
-      if (launch.threads > maxThreads)
-        return launch.root->emitError()
-               << "the kernel's warp reductions need whole warps of "
-               << kWarpLanes << " threads, " << launch.threads
-               << " a block, more than the " << maxThreads
-               << " the GPU has; map fewer iterations to threads";
-    }
     launches.push_back(std::move(launch));
   }
   return success();
 }
 
-SmallVector<bool> mlir::perfdojo::getPerBlockDims(BufferOp buffer,
-                                                  ArrayRef<ComputeOp> ops,
-                                                  unsigned gridDepth) {
+SmallVector<int64_t> mlir::perfdojo::getPerBlockDims(BufferOp buffer,
+                                                     ArrayRef<ComputeOp> ops,
+                                                     unsigned gridDepth) {
   unsigned rank = buffer.getShape().size();
-  SmallVector<bool> perBlock(rank, !ops.empty());
-  SmallVector<std::optional<unsigned>> grid(rank);
+  // Per dimension: the grid variable and its coefficient c (the same in
+  // every access), and the largest value of the rest of the form.
+  SmallVector<int64_t> window(rank, ops.empty() ? 0 : 1);
+  SmallVector<std::optional<std::pair<unsigned, int64_t>>> grid(rank);
   ArrayAttr arrays = buffer.getArrays();
-  auto visit = [&](AccessAttr access) {
+  auto visit = [&](ComputeOp op, AccessAttr access) {
     if (!llvm::is_contained(arrays.getAsValueRange<StringAttr>(),
                             access.getArray().getValue()))
       return;
+    // The sizes of the scopes around the operation, by depth.
+    SmallVector<int64_t> sizes;
+    for (auto s = op->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>())
+      sizes.insert(sizes.begin(), int64_t(s.getSize()));
     for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
-      // The form is {g} when its last coefficient, that of {g}, is its only
-      // one and 1, with no constant.
-      std::optional<unsigned> g;
-      unsigned dims = form.getNumDims();
-      if (dims && dims <= gridDepth && form.constant == 0 &&
-          form.coeffs.back() == 1 && llvm::count(form.coeffs, 0) == dims - 1)
-        g = dims - 1;
-      if (!g || (grid[d] && grid[d] != g))
-        perBlock[d] = false;
-      else
-        grid[d] = g;
+      // c {g} + rest, g a grid variable, rest within [0, c): a block
+      // touches the c slots from c {g} on, and indexes them by rest.
+      std::optional<std::pair<unsigned, int64_t>> g;
+      int64_t low = form.constant, high = form.constant;
+      bool ok = buffer.getReuse()[d] == 0;
+      for (unsigned v = 0; ok && v < form.getNumDims(); ++v) {
+        int64_t c = form.coeff(v);
+        if (!c)
+          continue;
+        if (v < gridDepth) {
+          ok = !g && c > 0;
+          g = {v, c};
+        } else if (v < sizes.size()) {
+          (c > 0 ? high : low) += c * (sizes[v] - 1);
+        } else {
+          ok = false;
+        }
+      }
+      ok = ok && g && low >= 0 && high < g->second &&
+           (!grid[d] || *grid[d] == *g);
+      if (!ok || !window[d]) {
+        window[d] = 0;
+        continue;
+      }
+      grid[d] = g;
+      window[d] = std::max(window[d], high + 1);
     }
   };
   for (ComputeOp op : ops) {
-    visit(op.getOut());
+    visit(op, op.getOut());
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input))
-        visit(access);
+        visit(op, access);
   }
-  return perBlock;
+  return window;
 }
 
 /// The launch whose root holds `op`.
@@ -408,11 +412,12 @@ LogicalResult GPUKernelLowering::placeTemporaries() {
       placement[buffer] = Placement::Shared;
       if (used.empty())
         continue;
-      // A block needs one slot of a dimension indexed by its coordinate.
-      SmallVector<bool> perBlock =
-          getPerBlockDims(buffer, ops, launches[used.front()].grid.size());
-      if (llvm::is_contained(perBlock, true))
-        collapsedDims[buffer] = perBlock;
+      // A block needs one slot of a dimension indexed by its coordinate,
+      // c slots of one indexed c {g} + rest.
+      unsigned gridDepth = launches[used.front()].grid.size();
+      SmallVector<int64_t> perBlock = getPerBlockDims(buffer, ops, gridDepth);
+      if (llvm::any_of(perBlock, [](int64_t w) { return w > 0; }))
+        windowDims[buffer] = {perBlock, gridDepth};
       int64_t bytes =
           storedType(buffer).getNumElements() *
           llvm::divideCeil(buffer.getElementType().getIntOrFloatBitWidth(), 8);
@@ -1108,7 +1113,9 @@ void GPUKernelLowering::emitVectorStore(Value value, Value memref,
 MemRefType GPUKernelLowering::storedType(BufferOp buffer, Attribute space) {
   SmallVector<int64_t> stored;
   for (unsigned d = 0; d < buffer.getShape().size(); ++d)
-    stored.push_back(isCollapsed(buffer, d) ? 1 : buffer.getStoredExtent(d));
+    stored.push_back(isCollapsed(buffer, d)    ? 1
+                     : windowExtent(buffer, d) ? windowExtent(buffer, d)
+                                               : buffer.getStoredExtent(d));
   return MemRefType::get(stored, buffer.getElementType(),
                          MemRefLayoutAttrInterface(), space);
 }

@@ -238,7 +238,10 @@ SmallVector<Value> KernelEmitter::indices(AccessAttr access, int64_t lane) {
     }
     int64_t constant = form.constant;
     Value sum;
-    for (unsigned v = 0; v < form.getNumDims(); ++v) {
+    unsigned outer = 0;
+    if (windowExtent(buffer, d))
+      outer = windowDims.find(buffer)->second.outerDepth;
+    for (unsigned v = outer; v < form.getNumDims(); ++v) {
       int64_t c = form.coeffs[v];
       if (!c)
         continue;

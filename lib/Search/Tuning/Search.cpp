@@ -5,13 +5,14 @@
 #include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/bit.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/SaveAndRestore.h"
 #include "llvm/TargetParser/Host.h"
-#include <numeric>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -2034,11 +2035,22 @@ public:
     }
     return false;
   }
+  /// While mapping a warp per row (warpPerRow): loops spread over a
+  /// warp's lanes (gpu_warp) rather than a block's threads (gpu_block).
+  bool warpLanes = false;
+  /// The move that maps the scope at `loc` to threads: gpu_warp while
+  /// warpLanes, else gpu_block.
+  MoveInstance threadMove(const MoveLocation &loc) const {
+    return warpLanes ? GpuWarpOp::make(loc) : GpuBlockOp::make(loc);
+  }
   /// The threads a scope of `size` iterations is spread over: the largest
   /// divisor from 32 to 256 (whole warps, several blocks a multiprocessor),
   /// else the size itself up to a block's limit, else its largest divisor
-  /// within the limit.
+  /// within the limit. While warpLanes: a warp's lanes, where they divide
+  /// the size (else 0).
   int64_t threadsFor(int64_t size) const {
+    if (warpLanes)
+      return size % target.warpSize ? 0 : target.warpSize;
     for (int64_t t = std::min<int64_t>(256, size); t >= target.warpSize; --t)
       if (size % t == 0)
         return t;
@@ -2089,6 +2101,11 @@ public:
     if (vectorized)
       size /= target.vectorWidth;
     int64_t threads = threadsFor(size);
+    if (!threads) {
+      rollBackTo(before);
+      return vectorized && spreadOverThreads(scopeAt(loc), outerToGrid,
+                                             /*vectorize=*/false);
+    }
     // A grid of 3 scopes already (a GPU's most): the whole scope on the
     // threads where a block can hold it, else its outer part a loop.
     unsigned grids = 0;
@@ -2107,7 +2124,7 @@ public:
         ok = apply(GpuGridOp::make(atDepth(loc, depth)));
       ++depth;
     }
-    ok = ok && apply(GpuBlockOp::make(atDepth(loc, depth)));
+    ok = ok && apply(threadMove(atDepth(loc, depth)));
     if (!ok) {
       rollBackTo(before);
       // The vectors' threads may not match the block's other loops (a
@@ -2193,7 +2210,7 @@ public:
       ok = !partial.empty();
     }
     // The reduction's scope is now the threads' partial sums.
-    ok = ok && apply(GpuBlockOp::make(partialLocation(partial, depth)));
+    ok = ok && apply(threadMove(partialLocation(partial, depth)));
     if (!ok) {
       rollBackTo(before);
       return false;
@@ -2214,6 +2231,8 @@ public:
     ScopeOp combined = combine ? scopeAt(scopeLoc(combine, depth)) : ScopeOp();
     int64_t n = combined ? combined.getSize() : 0, second = 0;
     if (n >= kTwoLevelCombine && combineInWarps(combined))
+      return true;
+    if (combined && reduceInWarp(combined))
       return true;
     for (int64_t c = 2; n >= kTwoLevelCombine && c * c <= 4 * n; ++c)
       if (n % c == 0)
@@ -2245,7 +2264,7 @@ public:
       bool same = init.getSize() == threads &&
                   llvm::hasSingleElement(init.getBodyBlock()) &&
                   isa<ComputeOp>(init.getBodyBlock().front()) &&
-                  apply(GpuBlockOp::make(locate(init)));
+                  apply(threadMove(locate(init)));
       if (!same) {
         rollBackTo(now);
         (void)spreadOverThreads(init, /*outerToGrid=*/false);
@@ -2278,7 +2297,31 @@ public:
       return false;
     }
     placePartials(partial, depth, n / lanes);
+    // The warps' results: a warp reduction too where they are few.
+    env.getKernel().walk([&](ComputeOp c) {
+      if (c.getOut().getArray().getValue() == output &&
+          llvm::any_of(c.getInputs(), [&](Attribute in) {
+            auto access = dyn_cast<AccessAttr>(in);
+            return access && access.getArray().getValue() == partial;
+          }))
+        op = c;
+    });
+    if (ScopeOp last = scopeAt(scopeLoc(op, depth)))
+      (void)reduceInWarp(last);
     return true;
+  }
+  /// Maps the scope `combined`, which combines partial results (one
+  /// reduction into an element its variable does not index), to a warp's
+  /// lanes (a warp reduction: log2 n shuffles instead of n additions on
+  /// one thread) where n is a power of two up to a warp's lanes. Returns
+  /// whether it did.
+  bool reduceInWarp(ScopeOp combined) {
+    int64_t n = combined.getSize();
+    if (n < 2 || n > target.warpSize || !llvm::isPowerOf2_64(n) ||
+        !llvm::hasSingleElement(combined.getBodyBlock()) ||
+        !isa<ComputeOp>(combined.getBodyBlock().front()))
+      return false;
+    return apply(GpuWarpOp::make(locate(combined)));
   }
   /// Partial results from this many on are combined in two levels.
   static constexpr int64_t kTwoLevelCombine = 64;
@@ -2298,8 +2341,9 @@ public:
     return ops;
   }
   /// The bytes of `buffer` that one block stores in shared memory: the GPU
-  /// lowering keeps one slot of a dimension that every access indexes by
-  /// the variable of a grid scope alone (getPerBlockDims).
+  /// lowering keeps a block's window of a dimension that every access
+  /// indexes by c times the variable of a grid scope plus less than c
+  /// (getPerBlockDims).
   int64_t perBlockBytes(BufferOp buffer) {
     SmallVector<ComputeOp> ops = accessesOf(buffer);
     // The grid scopes chained at the top, around the first access.
@@ -2313,11 +2357,10 @@ public:
              scopes[gridDepth].getMapping() == Mapping::grid)
         ++gridDepth;
     }
-    SmallVector<bool> perBlock = getPerBlockDims(buffer, ops, gridDepth);
+    SmallVector<int64_t> perBlock = getPerBlockDims(buffer, ops, gridDepth);
     int64_t elements = 1;
-    for (auto [d, one] : llvm::enumerate(perBlock))
-      if (!one)
-        elements *= buffer.getStoredExtent(d);
+    for (auto [d, window] : llvm::enumerate(perBlock))
+      elements *= window ? window : buffer.getStoredExtent(d);
     return elements * std::max<int64_t>(
                           1, buffer.getElementType().getIntOrFloatBitWidth() / 8);
   }
@@ -2599,16 +2642,37 @@ public:
       }
       return;
     }
-    // A block per iteration of the independent scopes.
+    // A warp per iteration of the independent scopes where they are many
+    // and their loops short, else a block.
+    if (warpPerRow(index, prefix))
+      return;
+    if (!gridOverPrefix(index, prefix)) {
+      rollBackTo(before);
+      return;
+    }
+    (void)mapRowLoops(index, prefix, /*all=*/false);
+  }
+
+  /// The scopes of the `index`-th nest's independent prefix (`prefix` of
+  /// them) as the grid: a block per row. Returns whether it did.
+  bool gridOverPrefix(unsigned index, size_t prefix) {
     for (size_t i = 0; i < prefix; ++i) {
       ScopeOp s = perfectChain(topScope(index))[i];
-      if (!apply(GpuGridOp::make(locate(s)))) {
-        rollBackTo(before);
-        return;
-      }
+      if (!apply(GpuGridOp::make(locate(s))))
+        return false;
     }
+    return true;
+  }
+
+  /// Spreads the loops of a row (the body of the `index`-th nest's
+  /// `prefix`-th scope, a block or a warp) over its threads: each loop's
+  /// innermost independent scope, and reductions split across them.
+  /// Returns whether every loop got threads (with `all`, it stops at the
+  /// first that does not).
+  bool mapRowLoops(unsigned index, size_t prefix, bool all) {
     // The loops inside, one by one (their number grows as reductions
     // split: init, partials, combine).
+    bool every = true;
     for (unsigned child = 0;; ++child) {
       ScopeOp row = perfectChain(topScope(index))[prefix - 1];
       auto it = row.getBodyBlock().begin();
@@ -2628,7 +2692,9 @@ public:
         if (independent(s))
           deepest = s;
       if (deepest) {
-        (void)spreadOverThreads(deepest, /*outerToGrid=*/false);
+        every &= spreadOverThreads(deepest, /*outerToGrid=*/false);
+        if (!every && all)
+          return false;
         continue;
       }
       size_t before = env.getMoves().size();
@@ -2640,8 +2706,55 @@ public:
         child += llvm::range_size(row.getBodyBlock()) - children;
       } else {
         rollBackTo(before); // no threads brought up for nothing
+        every = false;
+        if (all)
+          return false;
       }
     }
+    return every;
+  }
+
+  /// Rows no longer than this many elements (32 a lane) get a warp each.
+  static constexpr int64_t kWarpRowElements = 1024;
+  /// A warp per row (softmax's 24,576 rows of 512, a layer norm's 16,384 of
+  /// 1,024), where the rows give enough threads at a warp each and every
+  /// loop of a row is at most kWarpRowElements long: the rows are tiled by
+  /// R (8, else 4 or 2: what divides them), the outer part the grid, the R
+  /// rows of a block its block scope; each loop of a row is spread over a
+  /// warp's lanes, each reduction split across them (a partial a lane) and
+  /// its 32 partials combined by a warp reduction. A row's loads are then
+  /// many to a lane and in flight together, and its reductions 5 shuffles.
+  /// The row's temporaries stay in shared memory (a block's window of R
+  /// rows). Returns whether it did; nothing changes otherwise (every loop
+  /// must map to the lanes).
+  bool warpPerRow(unsigned index, size_t prefix) {
+    SmallVector<ScopeOp> chain = perfectChain(topScope(index));
+    int64_t rows = iterations(ArrayRef<ScopeOp>(chain).take_front(prefix));
+    if (rows * target.warpSize < kEnoughThreads)
+      return false;
+    for (Operation &child : chain[prefix - 1].getBodyBlock())
+      if (auto inner = dyn_cast<ScopeOp>(child))
+        if (iterations(perfectChain(inner)) > kWarpRowElements)
+          return false;
+    int64_t last = chain[prefix - 1].getSize(), perBlock = 0;
+    for (int64_t r : {8, 4, 2})
+      if (!perBlock && last % r == 0 && last > r)
+        perBlock = r;
+    if (!perBlock)
+      return false;
+    size_t before = env.getMoves().size();
+    MoveLocation rowLoc = locate(chain[prefix - 1]);
+    unsigned depth = chain[prefix - 1].getDepth();
+    llvm::SaveAndRestore<bool> lanes(warpLanes, true);
+    if (!gridOverPrefix(index, prefix - 1) ||
+        !apply(TileScopeOp::make(rowLoc, perBlock)) ||
+        !apply(GpuGridOp::make(atDepth(rowLoc, depth))) ||
+        !apply(GpuBlockOp::make(atDepth(rowLoc, depth + 1))) ||
+        !mapRowLoops(index, prefix + 1, /*all=*/true)) {
+      rollBackTo(before);
+      return false;
+    }
+    return true;
   }
 
   /// Register tiles of products on a GPU: for a nest of independent

@@ -89,14 +89,17 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
 void buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
                              const LowerToGPUOptions &options);
 
-/// The dimensions of the shared `buffer` that a block stores as one slot,
-/// given the operations `ops` of one launch that access it: every access
-/// indexes the dimension by exactly {g} (coefficient 1, nothing else),
-/// the same g for all, where g < `gridDepth`, the number of grid scopes
-/// chained at the top of the launch (around every operation of it); in a
-/// block, {g} is the block's coordinate there.
-SmallVector<bool> getPerBlockDims(BufferOp buffer, ArrayRef<ComputeOp> ops,
-                                  unsigned gridDepth);
+/// The window of each dimension of the shared `buffer` that a block
+/// stores, given the operations `ops` of one launch that access it: W > 0
+/// where every access indexes the dimension by c {g} + r, the same grid
+/// variable g (g < `gridDepth`, the number of grid scopes chained at the
+/// top of the launch, around every operation of it) and coefficient c for
+/// all, r a form of the other variables (and a constant) within [0, c) in
+/// every iteration, W the largest r plus 1 (1 for {g} alone: the block's
+/// coordinate); 0 where the block may touch any index (or the dimension is
+/// reused). A block then stores W slots, indexed by r.
+SmallVector<int64_t> getPerBlockDims(BufferOp buffer, ArrayRef<ComputeOp> ops,
+                                     unsigned gridDepth);
 
 /// Whether every access to the temporary `buffer` by `ops` (in program
 /// order) lies in one top-level child (a launch) under the same innermost

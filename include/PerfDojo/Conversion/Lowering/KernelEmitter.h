@@ -215,6 +215,12 @@ protected:
     auto it = collapsedDims.find(buffer);
     return it != collapsedDims.end() && it->second[dim];
   }
+  /// The slots of dimension `dim` of `buffer` stored as a window (see
+  /// windowDims), 0 if none.
+  int64_t windowExtent(BufferOp buffer, unsigned dim) const {
+    auto it = windowDims.find(buffer);
+    return it == windowDims.end() ? 0 : it->second.extents[dim];
+  }
 
   /// Lane-invariant, contiguous, or neither, for `access` in the lanes.
   enum class Pattern { Invariant, Contiguous, Scattered };
@@ -306,6 +312,18 @@ protected:
   /// the code it emits touches one index of it only (the GPU lowering: a
   /// shared buffer's dimension indexed by the block's coordinate).
   llvm::DenseMap<Operation *, SmallVector<bool>> collapsedDims;
+  /// Per buffer, the dimensions its memref stores as a window of W slots
+  /// (W = `extents[d]` > 0), indexed by the access's form without the
+  /// terms of the variables of depth below `outerDepth`. A target windows
+  /// a dimension where each instance of the code it emits touches W
+  /// consecutive indices only, from a multiple of W set by those variables
+  /// (the GPU lowering: a shared buffer's rows `{0}*8+{1}` in a block of
+  /// grid scope {0}, 8 slots indexed by {1}).
+  struct Window {
+    SmallVector<int64_t> extents;
+    unsigned outerDepth = 0;
+  };
+  llvm::DenseMap<Operation *, Window> windowDims;
   /// The iteration variable of each enclosing scope; null for the lanes.
   SmallVector<Value> ivs;
   Lanes lanes;
