@@ -15,6 +15,18 @@ using namespace mlir;
 using namespace mlir::perfdojo;
 using namespace mlir::presburger;
 
+bool mlir::perfdojo::isWarpReduction(ComputeOp op) {
+  auto scope = dyn_cast<ScopeOp>(op->getParentOp());
+  if (!scope || scope.getMapping() != Mapping::warp ||
+      op.getReduction() == Reduction::none)
+    return false;
+  unsigned depth = scope.getDepth();
+  return llvm::none_of(op.getOut().getLinearForms(),
+                       [&](const LinearForm &form) {
+                         return depth < form.getNumDims() && form.coeff(depth);
+                       });
+}
+
 SmallVector<ComputeOp> mlir::perfdojo::collectComputeOps(Operation *root) {
   return CheckCache::get<SmallVector<ComputeOp>>(
       root, CheckCache::Question::ComputeOps, [&] {

@@ -145,7 +145,7 @@ static LogicalResult checkWarpLanes(ScopeOp scope, std::string &reason) {
           })
           .wasInterrupted();
   if (threadScopes) {
-    reason = "a warp reduction's lanes must be the innermost threads: the "
+    reason = "the lanes of a warp reduction must be the innermost threads: the "
              "scope holds a thread scope";
     return failure();
   }

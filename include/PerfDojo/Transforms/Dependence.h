@@ -74,6 +74,12 @@ private:
 /// The compute operations in the subtree rooted at `root`, in program order.
 SmallVector<ComputeOp> collectComputeOps(Operation *root);
 
+/// Whether `op` is a warp reduction: a reduction directly in a warp scope
+/// into an element that the scope's variable does not index, so that every
+/// lane updates it (gpu_warp's legality; the GPU lowering combines the
+/// lanes' terms by shuffles).
+bool isWarpReduction(ComputeOp op);
+
 } // namespace perfdojo
 } // namespace mlir
 

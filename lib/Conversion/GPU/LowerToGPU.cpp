@@ -53,22 +53,6 @@ static bool containsThreadScope(Operation *op) {
       .wasInterrupted();
 }
 
-/// Whether `op` is a warp reduction: a reduction directly in a warp scope
-/// into an element that its variable does not index, so that every lane
-/// updates it (gpu_warp's legality). Its lanes' terms are combined by
-/// shuffles, and the first lane makes the one update.
-static bool isWarpReduction(ComputeOp op) {
-  auto scope = dyn_cast<ScopeOp>(op->getParentOp());
-  if (!scope || scope.getMapping() != Mapping::warp ||
-      op.getReduction() == Reduction::none)
-    return false;
-  unsigned depth = scope.getDepth();
-  return llvm::none_of(op.getOut().getLinearForms(),
-                       [&](const LinearForm &form) {
-                         return depth < form.getNumDims() && form.coeff(depth);
-                       });
-}
-
 /// The most lanes of a warp reduction in a warp scope strictly below
 /// `op` (1 if none): the threads below `op` are aligned to it, so that a
 /// warp reduction's lanes are consecutive threads of one hardware warp,
@@ -341,8 +325,10 @@ SmallVector<int64_t> mlir::perfdojo::getPerBlockDims(BufferOp buffer,
       // c {g} + rest, g a grid variable, rest within [0, c): a block
       // touches the c slots from c {g} on, and indexes them by rest.
       std::optional<std::pair<unsigned, int64_t>> g;
+      // (A reused dimension stores rest mod its reuse: two elements of
+      // the block share a slot exactly when they do in the whole buffer.)
       int64_t low = form.constant, high = form.constant;
-      bool ok = buffer.getReuse()[d] == 0;
+      bool ok = true;
       for (unsigned v = 0; ok && v < form.getNumDims(); ++v) {
         int64_t c = form.coeff(v);
         if (!c)
@@ -742,6 +728,17 @@ LogicalResult GPUKernelLowering::lowerWarpReduction(ComputeOp op) {
   Type type = elementType(op.getOut().getArray().getValue());
   if (type.isIndex() || type.getIntOrFloatBitWidth() > 64)
     return op.emitError("a warp reduction in this type has no shuffle");
+  // (gpu_warp keeps thread scopes out of such a scope; other moves might
+  // bring one in.)
+  if (scope
+          .walk([&](ScopeOp s) {
+            return s != scope && isThreadScope(s) ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+          })
+          .wasInterrupted())
+    return op.emitError("the scope of this warp reduction holds a thread "
+                        "scope; the lanes of a warp reduction must be the "
+                        "innermost threads");
   // Every thread of the block runs this (the uniform walk), so every lane
   // of a hardware warp reaches the shuffles. A lane without work brings
   // any value: the lanes of a reduction are aligned to their number

@@ -97,7 +97,7 @@ extern "C" void perfdojoGPUBarrier() {
 
 /// `perfdojo_gpu_shuffle_xor`: thread `t`'s word for that of thread
 /// `t ^ offset`. Every thread of the block calls it (the GPU lowering
-/// emits shuffles where all of them run, in whole warps), so a block
+/// emits shuffles where all of them run), so a block
 /// barrier after the words are written and another after they are read
 /// make the exchange.
 extern "C" uint32_t perfdojoGPUShuffleXor(uint32_t word, uint32_t offset) {

@@ -2219,15 +2219,7 @@ public:
     // The combination (the operation updating the output from the
     // partials): its second level, c threads of n / c partials each, c
     // the largest divisor with c^2 <= 4n.
-    ComputeOp combine;
-    env.getKernel().walk([&](ComputeOp op) {
-      if (op.getOut().getArray().getValue() == output &&
-          llvm::any_of(op.getInputs(), [&](Attribute in) {
-            auto access = dyn_cast<AccessAttr>(in);
-            return access && access.getArray().getValue() == partial;
-          }))
-        combine = op;
-    });
+    ComputeOp combine = findCombine(output, partial);
     ScopeOp combined = combine ? scopeAt(scopeLoc(combine, depth)) : ScopeOp();
     int64_t n = combined ? combined.getSize() : 0, second = 0;
     if (n >= kTwoLevelCombine && combineInWarps(combined))
@@ -2297,18 +2289,26 @@ public:
       return false;
     }
     placePartials(partial, depth, n / lanes);
-    // The warps' results: a warp reduction too where they are few.
-    env.getKernel().walk([&](ComputeOp c) {
-      if (c.getOut().getArray().getValue() == output &&
-          llvm::any_of(c.getInputs(), [&](Attribute in) {
+    // The warps' results: a warp reduction too where they are few (and a
+    // block scope holds them).
+    if (ComputeOp last = findCombine(output, partial))
+      if (ScopeOp scope = scopeAt(scopeLoc(last, depth)))
+        (void)reduceInWarp(scope);
+    return true;
+  }
+  /// The operation that combines the partial results `partial` into
+  /// `output` (it updates `output` from them), or null.
+  ComputeOp findCombine(StringRef output, StringRef partial) {
+    ComputeOp combine;
+    env.getKernel().walk([&](ComputeOp op) {
+      if (op.getOut().getArray().getValue() == output &&
+          llvm::any_of(op.getInputs(), [&](Attribute in) {
             auto access = dyn_cast<AccessAttr>(in);
             return access && access.getArray().getValue() == partial;
           }))
-        op = c;
+        combine = op;
     });
-    if (ScopeOp last = scopeAt(scopeLoc(op, depth)))
-      (void)reduceInWarp(last);
-    return true;
+    return combine;
   }
   /// Maps the scope `combined`, which combines partial results (one
   /// reduction into an element its variable does not index), to a warp's

@@ -96,8 +96,8 @@ void buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
 /// top of the launch, around every operation of it) and coefficient c for
 /// all, r a form of the other variables (and a constant) within [0, c) in
 /// every iteration, W the largest r plus 1 (1 for {g} alone: the block's
-/// coordinate); 0 where the block may touch any index (or the dimension is
-/// reused). A block then stores W slots, indexed by r.
+/// coordinate); 0 where the block may touch any index. A block then stores
+/// W slots, indexed by r (mod the dimension's reuse, if any).
 SmallVector<int64_t> getPerBlockDims(BufferOp buffer, ArrayRef<ComputeOp> ops,
                                      unsigned gridDepth);
 
