@@ -2719,8 +2719,9 @@ public:
   /// A warp per row (softmax's 24,576 rows of 512, a layer norm's 16,384 of
   /// 1,024), where the rows give enough threads at a warp each and every
   /// loop of a row is at most kWarpRowElements long: the rows are tiled by
-  /// R (8, else 4 or 2: what divides them), the outer part the grid, the R
-  /// rows of a block its block scope; each loop of a row is spread over a
+  /// R (8, else 4 or 2: what divides them and keeps R rows of a temporary
+  /// within a quarter of the shared memory), the outer part the grid, the
+  /// R rows of a block its block scope; each loop of a row is spread over a
   /// warp's lanes, each reduction split across them (a partial a lane) and
   /// its 32 partials combined by a warp reduction. A row's loads are then
   /// many to a lane and in flight together, and its reductions 5 shuffles.
@@ -2736,9 +2737,23 @@ public:
       if (auto inner = dyn_cast<ScopeOp>(child))
         if (iterations(perfectChain(inner)) > kWarpRowElements)
           return false;
+    // Rows a block: 8, fewer where a row's temporary of R rows would take
+    // more than a quarter of the shared memory (a 1,024-wide layer norm's
+    // x - mean: 2 rows, 8 KiB), so that the row's temporaries still fit
+    // there together.
+    int64_t longest = 0, bytes = 1;
+    for (Operation &child : chain[prefix - 1].getBodyBlock())
+      if (auto inner = dyn_cast<ScopeOp>(child))
+        longest = std::max(longest, iterations(perfectChain(inner)));
+    for (BufferOp buffer : env.getKernel().getBuffers())
+      if (buffer.isTemporary())
+        bytes = std::max<int64_t>(
+            bytes, llvm::divideCeil(
+                       buffer.getElementType().getIntOrFloatBitWidth(), 8));
     int64_t last = chain[prefix - 1].getSize(), perBlock = 0;
     for (int64_t r : {8, 4, 2})
-      if (!perBlock && last % r == 0 && last > r)
+      if (!perBlock && last % r == 0 && last > r &&
+          r * longest * bytes <= target.maxSharedBytes / 4)
         perBlock = r;
     if (!perBlock)
       return false;
