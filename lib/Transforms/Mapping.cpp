@@ -1,9 +1,7 @@
 //===- Mapping.cpp - unroll, parallelize, vectorize, GPU mappings, unset --===//
 //
-//   64 16 y[{0},{1}]=x[{0},{1}]   vectorize@y:1     64 16:v
-//   y[{0},{1}]=x[{0},{1}]
-//                                 parallelize@y:0   64:p 16
-//                                 y[{0},{1}]=x[{0},{1}]
+//   64 16 y[{0},{1}]=x[{0},{1}]   vectorize@y:1     64 16:v y[{0},{1}]=x[{0},{1}]
+//                                 parallelize@y:0   64:p 16 y[{0},{1}]=x[{0},{1}]
 //
 // A mapping never changes what the tree computes (the interpreter runs every
 // scope sequentially), but it changes how iterations may be scheduled:

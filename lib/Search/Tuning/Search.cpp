@@ -2217,8 +2217,9 @@ public:
     }
     placePartials(partial, depth, threads);
     // The combination (the operation updating the output from the
-    // partials): its second level, c threads of n / c partials each, c
-    // the largest divisor with c^2 <= 4n.
+    // partials): in warps (combineInWarps), one warp reduction where the
+    // partials are few (reduceInWarp), else a second level of c threads
+    // of n / c partials each, c the largest divisor with c^2 <= 4n.
     ComputeOp combine = findCombine(output, partial);
     ScopeOp combined = combine ? scopeAt(scopeLoc(combine, depth)) : ScopeOp();
     int64_t n = combined ? combined.getSize() : 0, second = 0;
