@@ -42,17 +42,25 @@ private:
   LogicalResult lowerScope(ScopeOp scope) override;
   void emitVectorStore(Value value, Value memref, ValueRange at,
                        AccessAttr access, bool reduce) override;
-  /// A sequential scope whose only child is a vector scope holding one
-  /// reduction into an element that neither scope indexes, and that no
-  /// input reads: that operation, else null.
-  ComputeOp getAccumulated(ScopeOp scope);
-  /// Lowers such a scope with vectors of partial results (up to four, each
-  /// taking every fourth iteration) carried through the loop, combined and
-  /// reduced once after it. For max and min (NaN and signed zeros included)
-  /// and integers this is exact; a float sum or product is reassociated
-  /// over the scope's iterations as well as over the lanes, which the
-  /// vector mapping already declares reassociable.
-  LogicalResult lowerAccumulated(ScopeOp scope, ComputeOp op);
+  /// The reductions of a sequential scope S that can accumulate in
+  /// registers through S's loop: each alone in a vector scope that is a
+  /// child of S, into an element that neither S nor the lanes index, whose
+  /// buffer nothing else in S's subtree touches (no other operation reads
+  /// or writes it, and the reduction's own inputs do not read it). Empty
+  /// if there is none.
+  SmallVector<ComputeOp> getAccumulated(ScopeOp scope);
+  /// Lowers such a scope with vectors of partial results carried through
+  /// the loop, combined and reduced once after it; its other children are
+  /// lowered in each iteration as usual (a batch norm's d = x - mean
+  /// stored while var += d * d accumulates). Up to four vectors of
+  /// partials per reduction each take every fourth iteration, so that
+  /// consecutive updates do not wait for each other (a vector max with NaN
+  /// propagation is a chain of several instructions).
+  /// For max and min (NaN and signed zeros included) and integers this is
+  /// exact; a float sum or product is reassociated over the scope's
+  /// iterations as well as over the lanes, which the vector mapping
+  /// already declares reassociable.
+  LogicalResult lowerAccumulated(ScopeOp scope, ArrayRef<ComputeOp> ops);
   /// Outputs of at least `streamingMinBytes` that no operation reads or
   /// reduces into: for each, whether its base address is aligned to 64
   /// bytes, computed once at the function's entry.
@@ -211,8 +219,8 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
   }
   case Mapping::seq: {
     loc = scope.getLoc();
-    if (ComputeOp op = getAccumulated(scope))
-      return lowerAccumulated(scope, op);
+    if (SmallVector<ComputeOp> ops = getAccumulated(scope); !ops.empty())
+      return lowerAccumulated(scope, ops);
     return KernelEmitter::lowerScope(scope); // a register tile or a loop
   }
   case Mapping::grid:
@@ -248,88 +256,142 @@ void KernelLowering::emitVectorStore(Value value, Value memref, ValueRange at,
   vector::StoreOp::create(b, loc, value, memref, at);
 }
 
-ComputeOp KernelLowering::getAccumulated(ScopeOp scope) {
-  Block &body = scope.getBodyBlock();
-  auto inner = llvm::hasSingleElement(body) ? dyn_cast<ScopeOp>(body.front())
-                                            : ScopeOp();
-  if (!inner || inner.getMapping() != Mapping::vector ||
-      !llvm::hasSingleElement(inner.getBodyBlock()))
-    return {};
-  auto op = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
-  if (!op || op.getReduction() == Reduction::none)
-    return {};
-  BufferOp out = bufferOf(op.getOut().getArray().getValue());
-  bool extremum = op.getReduction() == Reduction::max ||
-                  op.getReduction() == Reduction::min;
-  if (extremum && !isa<FloatType>(out.getElementType()))
-    return {};
-  for (const LinearForm &form : op.getOut().getLinearForms())
-    if (form.coeff(scope.getDepth()) || form.coeff(inner.getDepth()))
-      return {};
-  for (Attribute input : op.getInputs())
-    if (auto access = dyn_cast<AccessAttr>(input);
-        access && bufferOf(access.getArray().getValue()) == out)
-      return {};
-  return op;
+SmallVector<ComputeOp> KernelLowering::getAccumulated(ScopeOp scope) {
+  SmallVector<ComputeOp> found;
+  llvm::SmallPtrSet<Operation *, 4> outs;
+  for (Operation &child : scope.getBodyBlock()) {
+    auto inner = dyn_cast<ScopeOp>(child);
+    if (!inner || inner.getMapping() != Mapping::vector ||
+        !llvm::hasSingleElement(inner.getBodyBlock()))
+      continue;
+    auto op = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
+    if (!op || op.getReduction() == Reduction::none)
+      continue;
+    BufferOp out = bufferOf(op.getOut().getArray().getValue());
+    bool extremum = op.getReduction() == Reduction::max ||
+                    op.getReduction() == Reduction::min;
+    if ((extremum && !isa<FloatType>(out.getElementType())) ||
+        llvm::any_of(op.getOut().getLinearForms(),
+                     [&](const LinearForm &form) {
+                       return form.coeff(scope.getDepth()) ||
+                              form.coeff(inner.getDepth());
+                     }) ||
+        !outs.insert(out).second)
+      continue;
+    found.push_back(op);
+  }
+  // An accumulated element is in memory only after the loop: nothing else
+  // in the scope may read or write its buffer (another array of it
+  // included), and its own inputs may not read it.
+  auto touches = [&](ComputeOp op, Operation *buffer) {
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input);
+          access && bufferOf(access.getArray().getValue()) == buffer)
+        return true;
+    return false;
+  };
+  llvm::erase_if(found, [&](ComputeOp accumulated) {
+    Operation *out = bufferOf(accumulated.getOut().getArray().getValue());
+    if (touches(accumulated, out))
+      return true;
+    bool shared = false;
+    scope.walk([&](ComputeOp other) {
+      shared |= other != accumulated &&
+                (touches(other, out) ||
+                 bufferOf(other.getOut().getArray().getValue()) == out);
+    });
+    return shared;
+  });
+  return found;
 }
 
-LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope, ComputeOp op) {
-  auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
-  Type type = elementType(op.getOut().getArray().getValue());
-  // The identity of the reduction (max= and min= are on floats only here,
-  // getAccumulated, so every identity is exact).
-  double identity = *getReductionIdentity(op.getReduction(), type);
-  // Several accumulators, each updated every K-th iteration, so that the
-  // updates of consecutive iterations do not wait for each other (a vector
-  // max with NaN propagation takes a chain of several instructions).
+LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
+                                               ArrayRef<ComputeOp> ops) {
+  auto vectorScope = [](ComputeOp op) {
+    return cast<ScopeOp>(op->getParentOp());
+  };
+  auto typeOf = [&](ComputeOp op) {
+    return elementType(op.getOut().getArray().getValue());
+  };
+  // Several vectors of partials per reduction, each taking every count-th
+  // iteration (the body is emitted once per vector).
   int64_t size = scope.getSize();
   int64_t count = size % 4 == 0 ? 4 : size % 2 == 0 ? 2 : 1;
-  enterLanes(inner, op);
-  Value init = constant(identity, vectorOf(type));
+  // The identity of each reduction (max= and min= are on floats only here,
+  // getAccumulated, so every identity is exact), in its lanes' vectors.
+  SmallVector<Value> inits;
+  for (ComputeOp op : ops) {
+    enterLanes(vectorScope(op), op);
+    Value init = constant(*getReductionIdentity(op.getReduction(), typeOf(op)),
+                          vectorOf(typeOf(op)));
+    inits.append(count, init);
+    lanes = {};
+  }
   auto loop = scf::ForOp::create(b, loc, constantIndex(0), constantIndex(size),
-                                 constantIndex(count),
-                                 SmallVector<Value>(count, init));
+                                 constantIndex(count), inits);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> next;
+    SmallVector<Value> next(inits.size());
     for (int64_t k = 0; k < count; ++k) {
       Value iv = loop.getInductionVar();
       if (k)
         iv = arith::AddIOp::create(b, loc, iv, constantIndex(k));
       ivs.push_back(iv);
-      ivs.push_back(Value());
-      loc = op.getLoc();
-      std::string error;
-      Value value = compute(op, type, error);
-      ivs.pop_back();
-      ivs.pop_back();
-      if (!value) {
+      for (Operation &child : scope.getBodyBlock()) {
+        const ComputeOp *it = llvm::find_if(
+            ops, [&](ComputeOp op) { return op->getParentOp() == &child; });
+        if (it == ops.end()) {
+          if (failed(lowerNode(child))) {
+            ivs.pop_back();
+            return failure();
+          }
+          continue;
+        }
+        ComputeOp op = *it;
+        unsigned slot = unsigned(it - ops.begin()) * count + k;
+        enterLanes(vectorScope(op), op);
+        ivs.push_back(Value());
+        loc = op.getLoc();
+        std::string error;
+        Value value = compute(op, typeOf(op), error);
+        ivs.pop_back();
+        if (!value) {
+          lanes = {};
+          ivs.pop_back();
+          return op.emitError(error);
+        }
+        next[slot] = binary(getCombiner(op.getReduction()),
+                            loop.getRegionIterArgs()[slot], value, typeOf(op));
         lanes = {};
-        return op.emitError(error);
       }
-      next.push_back(binary(getCombiner(op.getReduction()),
-                            loop.getRegionIterArgs()[k], value, type));
+      ivs.pop_back();
     }
     scf::YieldOp::create(b, loc, next);
   }
-  SmallVector<Value> partial(loop.getResults());
-  while (partial.size() > 1) {
-    SmallVector<Value> halved;
-    for (size_t i = 0; i < partial.size(); i += 2)
-      halved.push_back(binary(getCombiner(op.getReduction()), partial[i],
-                              partial[i + 1], type));
-    partial = std::move(halved);
+  for (auto [i, accumulated] : llvm::enumerate(ops)) {
+    ComputeOp op = accumulated;
+    Type type = typeOf(op);
+    SmallVector<Value> partial(loop.getResults().slice(i * count, count));
+    while (partial.size() > 1) {
+      SmallVector<Value> halved;
+      for (size_t j = 0; j < partial.size(); j += 2)
+        halved.push_back(binary(getCombiner(op.getReduction()), partial[j],
+                                partial[j + 1], type));
+      partial = std::move(halved);
+    }
+    // One update of the element with the combined lanes.
+    enterLanes(vectorScope(op), op);
+    loc = op.getLoc();
+    Value total = reduceLanes(partial.front(), op.getReduction(), type);
+    lanes = {};
+    Value memref = memrefs.lookup(op.getOut().getArray().getValue());
+    SmallVector<Value> at = indices(op.getOut(), 0);
+    Value updated =
+        binary(getCombiner(op.getReduction()),
+               memref::LoadOp::create(b, loc, memref, at), total, type);
+    memref::StoreOp::create(b, loc, updated, memref, at);
   }
-  // One update of the element with the combined lanes.
-  Value total = reduceLanes(partial.front(), op.getReduction(), type);
-  lanes = {};
-  Value memref = memrefs.lookup(op.getOut().getArray().getValue());
-  SmallVector<Value> at = indices(op.getOut(), 0);
-  Value updated = binary(getCombiner(op.getReduction()),
-                         memref::LoadOp::create(b, loc, memref, at), total,
-                         type);
-  memref::StoreOp::create(b, loc, updated, memref, at);
   return success();
 }
 

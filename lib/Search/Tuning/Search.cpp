@@ -411,6 +411,97 @@ public:
     }
   }
 
+  /// CPU: a reduction that reads what the scope before it writes (a batch
+  /// norm's var += d * d after d = x - mean, with var's initialization in
+  /// between) fuses with that scope, so that each element is read from
+  /// memory once for both: the siblings in between move above the
+  /// producer (swap_sibling), the two scopes join (join_scopes) and so do
+  /// their perfectly nested scopes below. Where splitLongReductions tiled
+  /// and split the reduction's scope across the threads, the producer is
+  /// tiled and mapped as it was first. The lowering keeps the partial
+  /// results in vector registers through the fused loop. Each pair is
+  /// tried once; the steps are taken back if one is refused.
+  void fuseReductionsWithProducers() {
+    if (target.gpu)
+      return;
+    SmallVector<std::string> tried;
+    auto writes = [](ScopeOp scope) {
+      llvm::StringSet<> arrays;
+      scope.walk([&](ComputeOp op) {
+        arrays.insert(op.getOut().getArray().getValue());
+      });
+      return arrays;
+    };
+    auto readsAny = [](Operation *root, const llvm::StringSet<> &arrays,
+                       bool reductionsOnly) {
+      bool found = false;
+      root->walk([&](ComputeOp op) {
+        if (reductionsOnly && op.getReduction() == Reduction::none)
+          return;
+        for (Attribute input : op.getInputs())
+          if (auto access = dyn_cast<AccessAttr>(input))
+            found |= arrays.contains(access.getArray().getValue());
+      });
+      return found;
+    };
+    while (steps < kMaxSteps) {
+      ScopeOp producer, consumer;
+      unsigned between = 0;
+      env.getKernel().walk<WalkOrder::PreOrder>([&](ScopeOp p) {
+        if (producer || p.getMapping() == Mapping::vector ||
+            llvm::is_contained(tried,
+                               scopeLocation(firstCompute(p), p.getDepth())))
+          return;
+        llvm::StringSet<> written = writes(p);
+        unsigned n = 0;
+        for (Operation *next = p->getNextNode(); next && n <= 4;
+             next = next->getNextNode(), ++n) {
+          if (readsAny(next, written, /*reductionsOnly=*/false)) {
+            auto r = dyn_cast<ScopeOp>(next);
+            if (r && readsAny(r, written, /*reductionsOnly=*/true)) {
+              producer = p;
+              consumer = r;
+              between = n;
+            }
+            return;
+          }
+        }
+      });
+      if (!producer)
+        return;
+      ComputeOp first = firstCompute(producer);
+      std::string id = scopeLocation(first, 0);
+      unsigned depth = producer.getDepth();
+      tried.push_back(scopeLocation(first, depth));
+      size_t before = env.getMoves().size();
+      // The producer's scope as the consumer's: tiled as the consumer's
+      // was (its one child the tile), and mapped alike.
+      int64_t size = producer.getSize(), wanted = consumer.getSize();
+      auto inner = llvm::hasSingleElement(consumer.getBodyBlock())
+                       ? dyn_cast<ScopeOp>(consumer.getBodyBlock().front())
+                       : ScopeOp();
+      bool ok = true;
+      if (size != wanted)
+        ok = inner && size == wanted * inner.getSize() &&
+             apply(TileScopeOp::make(scopeLoc(first, depth), inner.getSize()));
+      if (ok && consumer.getMapping() == Mapping::parallel)
+        ok = apply(ParallelizeOp::make(scopeLoc(*findOpAt(id), depth)));
+      else if (ok)
+        ok = consumer.getMapping() == Mapping::seq;
+      for (unsigned k = 0; ok && k < between; ++k)
+        ok = apply(SwapSiblingOp::make(scopeLoc(*findOpAt(id), depth)));
+      ok = ok && apply(JoinScopesOp::make(scopeLoc(*findOpAt(id), depth)));
+      if (!ok) {
+        rollBackTo(before);
+        continue;
+      }
+      // The nested scopes below, as far as they join.
+      for (unsigned d = depth + 1;
+           apply(JoinScopesOp::make(scopeLoc(*findOpAt(id), d))); ++d)
+        ;
+    }
+  }
+
   /// An innermost sequential scope inside another, narrower than the
   /// vector width but more than one iteration, along which some access
   /// runs contiguously (as a vectorizable remainder would) and every
@@ -1955,27 +2046,50 @@ public:
     });
   }
 
-  /// Each reduction into an element its innermost loop does not index
-  /// gets a loop of its own, where the lowering keeps partial results in
-  /// vector registers.
+  /// A reduction into an element its innermost loop does not index, in a
+  /// loop beside a function that the lowering evaluates as a polynomial
+  /// (exp, log, erf...), gets a loop of its own. The lowering keeps the
+  /// partial results of such a reduction in vector registers through its
+  /// loop, with other children or alone; beside a polynomial, whose
+  /// constants take most of AVX2's 16 vector registers, the partials spill:
+  /// softmax's fused exp and sum ran 15-40 % slower than split (measured
+  /// 2026-11-27, 2 threads). Elsewhere the reduction stays fused: a batch
+  /// norm's var += d * d beside d = x - mean reads d once (split, it was
+  /// 7 % slower on batchnorm_8x64x300x300).
   void isolateReductions() {
     exhaust<SplitScopeOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope || scope.getMapping() != Mapping::seq)
         return false;
       // Only loops whose children are vector scopes, at least one of them
-      // a reduction.
-      bool reduction = false;
+      // a reduction and one a polynomial.
+      bool reduction = false, polynomial = false;
       for (Operation &op : scope.getBodyBlock()) {
         auto inner = dyn_cast<ScopeOp>(op);
         if (!inner || inner.getMapping() != Mapping::vector)
           return false;
         inner.walk([&](ComputeOp compute) {
           reduction |= compute.getReduction() != Reduction::none;
+          polynomial |= isPolynomial(compute.getKind());
         });
       }
-      return reduction && !llvm::hasSingleElement(scope.getBodyBlock());
+      return reduction && polynomial &&
+             !llvm::hasSingleElement(scope.getBodyBlock());
     });
+  }
+  /// Whether the CPU lowering evaluates `kind` as a polynomial (many
+  /// vector constants), not as one or two instructions.
+  static bool isPolynomial(OpKind kind) {
+    switch (kind) {
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::floor:
+    case OpKind::ceil:
+    case OpKind::round:
+      return false;
+    default:
+      return isFloatOnly(kind);
+    }
   }
 
   //===--------------------------------------------------------------------===//
@@ -3542,6 +3656,7 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.naive(/*keepProducts=*/true);
     runner.shrinkTemporaries();
     runner.splitLongReductions();
+    runner.fuseReductionsWithProducers();
     runner.vectorize();
     runner.blockTransposes();
     runner.isolateReductions();
