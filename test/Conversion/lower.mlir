@@ -254,6 +254,34 @@ perfdojo.kernel @accumulated_among_others {
 
 // -----
 
+// Beside a loop (not only vector scopes), a reduction keeps one vector of
+// partials: the body is emitted once, so that nested or unrolled loops are
+// not copied.
+// CHECK-LABEL: func.func @accumulated_beside_a_loop
+// CHECK: %[[ACC:.*]] = scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>)
+// CHECK: scf.for
+// CHECK: memref.store {{.*}}, %arg1
+// CHECK: scf.yield
+// CHECK: vector.reduction <add>, %[[ACC]]
+// CHECK: memref.store {{.*}}, %arg2
+perfdojo.kernel @accumulated_beside_a_loop {
+  perfdojo.buffer in x f32 [3, 32] heap
+  perfdojo.buffer out d f32 [3, 32] heap
+  perfdojo.buffer out s f32 [3] heap
+  perfdojo.scope 3 {
+    perfdojo.scope 4 {
+      perfdojo.scope 8 {
+        perfdojo.compute d[{0}, {1} * 8 + {2}] = mul(x[{0}, {1} * 8 + {2}], 2)
+      }
+      perfdojo.scope 8 vector {
+        perfdojo.compute s[{0}] += x[{0}, {1} * 8 + {2}]
+      }
+    }
+  }
+}
+
+// -----
+
 // A reduction whose element another operation in the loop reads is updated
 // in memory in every iteration: carried in a register, the read would see
 // a stale value.

@@ -52,10 +52,11 @@ private:
   /// Lowers such a scope with vectors of partial results carried through
   /// the loop, combined and reduced once after it; its other children are
   /// lowered in each iteration as usual (a batch norm's d = x - mean
-  /// stored while var += d * d accumulates). Up to four vectors of
-  /// partials per reduction each take every fourth iteration, so that
-  /// consecutive updates do not wait for each other (a vector max with NaN
-  /// propagation is a chain of several instructions).
+  /// stored while var += d * d accumulates). Where S holds only vector
+  /// scopes, up to four vectors of partials per reduction each take every
+  /// fourth iteration, so that consecutive updates do not wait for each
+  /// other (a vector max with NaN propagation is a chain of several
+  /// instructions); otherwise one.
   /// For max and min (NaN and signed zeros included) and integers this is
   /// exact; a float sum or product is reassociated over the scope's
   /// iterations as well as over the lanes, which the vector mapping
@@ -314,9 +315,18 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
     return elementType(op.getOut().getArray().getValue());
   };
   // Several vectors of partials per reduction, each taking every count-th
-  // iteration (the body is emitted once per vector).
+  // iteration (the body is emitted once per vector), where the body is
+  // flat: only vector scopes, so that copying it cannot multiply unrolled
+  // or nested loops.
   int64_t size = scope.getSize();
-  int64_t count = size % 4 == 0 ? 4 : size % 2 == 0 ? 2 : 1;
+  bool flat = llvm::all_of(scope.getBodyBlock(), [](Operation &child) {
+    auto inner = dyn_cast<ScopeOp>(child);
+    return inner && inner.getMapping() == Mapping::vector;
+  });
+  int64_t count = !flat            ? 1
+                  : size % 4 == 0 ? 4
+                  : size % 2 == 0 ? 2
+                                  : 1;
   // The identity of each reduction (max= and min= are on floats only here,
   // getAccumulated, so every identity is exact), in its lanes' vectors.
   SmallVector<Value> inits;
