@@ -457,8 +457,13 @@ public:
         for (Operation *next = p->getNextNode(); next && n <= 4;
              next = next->getNextNode(), ++n) {
           if (readsAny(next, written, /*reductionsOnly=*/false)) {
+            // (Not into a product's nest, which registerBlock tiles alone.)
             auto r = dyn_cast<ScopeOp>(next);
-            if (r && readsAny(r, written, /*reductionsOnly=*/true)) {
+            bool product = false;
+            if (r)
+              r.walk([&](ComputeOp op) { product |= isProduct(op); });
+            if (r && !product &&
+                readsAny(r, written, /*reductionsOnly=*/true)) {
               producer = p;
               consumer = r;
               between = n;
