@@ -136,3 +136,93 @@ perfdojo.kernel @read_back {
     }
   }
 }
+
+// -----
+
+// A heap temporary that stores at least 4 x the threshold (4 KiB here: 4 x
+// 1024 floats, the rows reused as one slot) and that no operation reduces
+// into streams where a parallel scope writes it, even though the kernel
+// reads it: its base is aligned (allocated so), so no run-time check. The
+// same temporary written by a sequential scope takes ordinary stores (only
+// parallel regions end in a fence before other threads read).
+// CHECK-LABEL: func.func @streamed_temporary
+// CHECK-NOT: extract_aligned_pointer_as_index
+// CHECK: scf.parallel
+// CHECK: vector.store %{{.*}}, %[[T:.*]][%{{.*}}] {alignment = 64 : i64, nontemporal = true} : memref<1x1024xf32>, vector<16xf32>
+// CHECK: scf.for
+// CHECK: vector.store %{{.*}}, %[[T]][%{{.*}}] : memref<1x1024xf32>, vector<16xf32>
+// SMALL-LABEL: func.func @streamed_temporary
+// SMALL-NOT: nontemporal
+perfdojo.kernel @streamed_temporary {
+  perfdojo.buffer in x f32 [4, 1024] heap
+  perfdojo.buffer out s f32 [4] heap
+  perfdojo.buffer tmp t f32 [4:1, 1024] heap
+  perfdojo.scope 4 {
+    perfdojo.scope 64 parallel {
+      perfdojo.scope 16 vector {
+        perfdojo.compute t[{0}, {1} * 16 + {2}] = mul(x[{0}, {1} * 16 + {2}], 2.0)
+      }
+    }
+    perfdojo.scope 64 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute s[{0}] += t[{0}, {1} * 16 + {2}]
+      }
+    }
+    perfdojo.scope 64 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute t[{0}, {1} * 16 + {2}] = x[{0}, {1} * 16 + {2}]
+      }
+    }
+  }
+}
+
+// -----
+
+// A temporary stored modulo several slots (a rotating window of 2 rows) has
+// no linear stored offset: it never streams.
+// CHECK-LABEL: func.func @rotating_temporary
+// CHECK-NOT: nontemporal
+// CHECK: return
+perfdojo.kernel @rotating_temporary {
+  perfdojo.buffer in x f32 [4, 2048] heap
+  perfdojo.buffer out s f32 [4] heap
+  perfdojo.buffer tmp t f32 [4:2, 2048] heap
+  perfdojo.scope 4 {
+    perfdojo.scope 128 parallel {
+      perfdojo.scope 16 vector {
+        perfdojo.compute t[{0}, {1} * 16 + {2}] = mul(x[{0}, {1} * 16 + {2}], 2.0)
+      }
+    }
+    perfdojo.scope 128 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute s[{0}] += t[{0}, {1} * 16 + {2}]
+      }
+    }
+  }
+}
+
+// -----
+
+// A large temporary that a later loop of the same parallel iteration reads
+// (its row still in the cache) takes ordinary stores; read only in the
+// same iteration of the loop around the writer's lanes, it would stream.
+// CHECK-LABEL: func.func @temporary_read_soon
+// CHECK-NOT: nontemporal
+// CHECK: return
+perfdojo.kernel @temporary_read_soon {
+  perfdojo.buffer in x f32 [4, 1024] heap
+  perfdojo.buffer out s f32 [4] heap
+  perfdojo.buffer tmp t f32 [4, 1024] heap
+  perfdojo.scope 4 parallel {
+    perfdojo.scope 64 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute t[{0}, {1} * 16 + {2}] = mul(x[{0}, {1} * 16 + {2}], 2.0)
+      }
+    }
+    perfdojo.scope 64 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute s[{0}] += t[{0}, {1} * 16 + {2}]
+      }
+    }
+  }
+}

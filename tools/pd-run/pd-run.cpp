@@ -95,7 +95,9 @@ static cl::opt<double>
 static cl::opt<int64_t> streamingMinBytes(
     "streaming-min-bytes",
     cl::desc("with --jit: outputs of at least this many bytes that the "
-             "kernel only writes get non-temporal stores (0: never)"),
+             "kernel only writes, and heap temporaries of at least 4 times as "
+             "many that parallel scopes write, get non-temporal stores (0: "
+             "never)"),
     cl::init(16 << 20));
 static cl::opt<bool> fpContract(
     "fp-contract",

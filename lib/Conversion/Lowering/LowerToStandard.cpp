@@ -62,10 +62,29 @@ private:
   /// iterations as well as over the lanes, which the vector mapping
   /// already declares reassociable.
   LogicalResult lowerAccumulated(ScopeOp scope, ArrayRef<ComputeOp> ops);
-  /// Outputs of at least `streamingMinBytes` that no operation reads or
-  /// reduces into: for each, whether its base address is aligned to 64
-  /// bytes, computed once at the function's entry.
-  void findStreamedOutputs(ArrayRef<BufferOp> parameters);
+  /// The buffers whose contiguous whole-line vector stores are
+  /// non-temporal, each with an i1 that holds when its base address is
+  /// aligned to 64 bytes (computed once at the function's entry):
+  ///   - outputs of at least `streamingMinBytes` that no operation reads
+  ///     or reduces into;
+  ///   - heap temporaries that store at least kStreamedTemporaryFactor x
+  ///     `streamingMinBytes`, far more than a last-level cache, that no
+  ///     operation reduces into, each dimension stored whole or as one
+  ///     slot: by the time a later pass reads such a temporary, the lines
+  ///     written first have left the caches anyway, and streaming saves
+  ///     reading each line before writing it (a batch norm's d = x - mean,
+  ///     128 MB a channel). Only their stores inside parallel scopes
+  ///     stream, where pd-fence-streaming-stores orders them before the
+  ///     threads join and other threads read them, and only where nothing
+  ///     in the writer's parallel scope reads them but the loop right
+  ///     around the writer's lanes, in the same iteration.
+  void findStreamedBuffers(ArrayRef<BufferOp> parameters,
+                           ArrayRef<BufferOp> temporaries);
+  static constexpr int64_t kStreamedTemporaryFactor = 4;
+  /// The element offset of `access` as its buffer stores it (a dimension
+  /// kept as one slot contributes nothing), or std::nullopt where a
+  /// dimension is stored modulo several slots (not linear).
+  std::optional<OffsetForm> storedOffsetForm(AccessAttr access);
   /// Whether the contiguous vector store of `value` at `out` starts at a
   /// multiple of the vector's size for every iteration.
   bool isVectorAligned(AccessAttr out, VectorType type);
@@ -74,6 +93,10 @@ private:
   /// The outputs that take streaming stores, with an i1 that holds when
   /// their base address is 64-byte aligned.
   llvm::DenseMap<Operation *, Value> streamed;
+  /// The temporaries among them (streamed only inside parallel scopes),
+  /// and how many parallel scopes the walk is inside.
+  llvm::SmallPtrSet<Operation *, 4> streamedTemporaries;
+  unsigned parallelDepth = 0;
 };
 } // namespace
 
@@ -103,7 +126,6 @@ LogicalResult KernelLowering::run() {
   b.setInsertionPointToStart(entry);
   for (auto [buffer, argument] : llvm::zip(parameters, entry->getArguments()))
     bindArrays(buffer, argument);
-  findStreamedOutputs(parameters);
 
   SmallVector<Value> heap;
   for (BufferOp buffer : temporaries) {
@@ -125,6 +147,7 @@ LogicalResult KernelLowering::run() {
     }
     bindArrays(buffer, memref);
   }
+  findStreamedBuffers(parameters, temporaries);
 
   if (failed(lowerBlock(kernel.getBodyBlock())))
     return failure();
@@ -135,27 +158,30 @@ LogicalResult KernelLowering::run() {
   return unrollLoops();
 }
 
-void KernelLowering::findStreamedOutputs(ArrayRef<BufferOp> parameters) {
+void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
+                                         ArrayRef<BufferOp> temporaries) {
   if (streamingMinBytes <= 0)
     return;
-  llvm::SmallPtrSet<Operation *, 4> excluded;
+  llvm::SmallPtrSet<Operation *, 4> reduced, read;
   kernel.walk([&](ComputeOp op) {
     if (op.getReduction() != Reduction::none)
-      excluded.insert(bufferOf(op.getOut().getArray().getValue()));
+      reduced.insert(bufferOf(op.getOut().getArray().getValue()));
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input))
-        excluded.insert(bufferOf(access.getArray().getValue()));
+        read.insert(bufferOf(access.getArray().getValue()));
   });
+  auto storedBytes = [](BufferOp buffer) {
+    int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
+    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+      bytes *= buffer.getStoredExtent(d);
+    return bytes;
+  };
   for (BufferOp buffer : parameters) {
-    if (!buffer.isOutput() || excluded.contains(buffer))
+    if (!buffer.isOutput() || reduced.contains(buffer) || read.contains(buffer))
       continue;
     if (llvm::any_of(buffer.getReuse(), [](int64_t r) { return r != 0; }))
       continue;
-    Type element = buffer.getElementType();
-    int64_t bytes = element.getIntOrFloatBitWidth() / 8;
-    for (int64_t extent : buffer.getShape())
-      bytes *= extent;
-    if (bytes < streamingMinBytes)
+    if (storedBytes(buffer) < streamingMinBytes)
       continue;
     StringRef array =
         *buffer.getArrays().getAsValueRange<StringAttr>().begin();
@@ -166,6 +192,68 @@ void KernelLowering::findStreamedOutputs(ArrayRef<BufferOp> parameters) {
     streamed[buffer] = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq, misalignment, constantIndex(0));
   }
+  // Whether an operation reading a temporary runs soon after a write of it
+  // by the same thread, while the line would still be cached: inside the
+  // writer's outermost parallel scope, except in the same iteration of the
+  // loop right around the writer's lanes (where the written vector is
+  // still in a register).
+  auto readSoon = [&](BufferOp buffer) {
+    SmallVector<ComputeOp> writers, readers;
+    kernel.walk([&](ComputeOp op) {
+      if (bufferOf(op.getOut().getArray().getValue()) == buffer)
+        writers.push_back(op);
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input);
+            access && bufferOf(access.getArray().getValue()) == buffer)
+          readers.push_back(op);
+    });
+    for (ComputeOp writer : writers) {
+      ScopeOp parallel;
+      for (auto s = writer->getParentOfType<ScopeOp>(); s;
+           s = s->getParentOfType<ScopeOp>())
+        if (s.getMapping() == Mapping::parallel)
+          parallel = s;
+      Operation *loop = writer->getParentOp()->getParentOp();
+      for (ComputeOp reader : readers)
+        if (parallel && parallel->isAncestor(reader) &&
+            reader->getParentOp()->getParentOp() != loop)
+          return true;
+    }
+    return false;
+  };
+  // Heap temporaries are allocated aligned to 64 bytes (run()).
+  for (BufferOp buffer : temporaries) {
+    if (buffer.getLocation() != BufferLocation::heap ||
+        reduced.contains(buffer) ||
+        llvm::any_of(buffer.getReuse(), [](int64_t r) { return r > 1; }) ||
+        storedBytes(buffer) < kStreamedTemporaryFactor * streamingMinBytes ||
+        readSoon(buffer))
+      continue;
+    streamed[buffer] = arith::ConstantIntOp::create(b, loc, 1, 1);
+    streamedTemporaries.insert(buffer);
+  }
+}
+
+std::optional<KernelEmitter::OffsetForm>
+KernelLowering::storedOffsetForm(AccessAttr access) {
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  unsigned rank = buffer.getShape().size();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int d = int(rank) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * buffer.getStoredExtent(d + 1);
+  OffsetForm offset;
+  offset.steps.assign(ivs.size(), 0);
+  for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+    int64_t reuse = buffer.getReuse()[d];
+    if (reuse > 1)
+      return std::nullopt;
+    if (reuse == 1)
+      continue; // one slot: index 0
+    offset.start += form.constant * strides[d];
+    for (unsigned v = 0; v < form.getNumDims() && v < ivs.size(); ++v)
+      offset.steps[v] += form.coeffs[v] * strides[d];
+  }
+  return offset;
 }
 
 bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
@@ -180,8 +268,17 @@ bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
   // whose rest other stores write flushes the write-combining buffer
   // partially: batchnorm_8x64x300x300's 4-wide remainder columns made the
   // whole kernel half again slower (46 -> 69 ms).
-  if (vectorBytes == 64)
-    return isOffsetMultipleOf(out, width);
+  std::optional<OffsetForm> offset = storedOffsetForm(out);
+  if (!offset)
+    return false;
+  if (vectorBytes == 64) {
+    if (offset->start % width)
+      return false;
+    for (unsigned v = 0; v < ivs.size(); ++v)
+      if (ivs[v] && offset->steps[v] % width)
+        return false;
+    return true;
+  }
   // A narrower vector (AVX2's 32 bytes) streams when the loop right around
   // its lanes writes whole lines, one after the other: consecutive
   // iterations store consecutive vectors, the loop's first vector starts a
@@ -194,11 +291,10 @@ bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
        loop.getMapping() != Mapping::unroll) ||
       (int64_t(loop.getSize()) * width) % line)
     return false;
-  OffsetForm offset = offsetForm(out);
-  if (offset.start % line || offset.steps[loop.getDepth()] != width)
+  if (offset->start % line || offset->steps[loop.getDepth()] != width)
     return false;
   for (unsigned v = 0; v < ivs.size(); ++v)
-    if (ivs[v] && v != loop.getDepth() && offset.steps[v] % line)
+    if (ivs[v] && v != loop.getDepth() && offset->steps[v] % line)
       return false;
   return true;
 }
@@ -214,7 +310,9 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
         ValueRange{constantIndex(1)});
     b.setInsertionPoint(loop.getBody()->getTerminator());
     ivs.push_back(loop.getInductionVars()[0]);
+    ++parallelDepth;
     LogicalResult result = lowerBlock(scope.getBodyBlock());
+    --parallelDepth;
     ivs.pop_back();
     return result;
   }
@@ -238,7 +336,10 @@ LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
 void KernelLowering::emitVectorStore(Value value, Value memref, ValueRange at,
                                      AccessAttr out, bool reduce) {
   auto vectorType = cast<VectorType>(value.getType());
-  Value aligned = streamed.lookup(bufferOf(out.getArray().getValue()));
+  Operation *buffer = bufferOf(out.getArray().getValue());
+  Value aligned = streamed.lookup(buffer);
+  if (!parallelDepth && streamedTemporaries.contains(buffer))
+    aligned = {};
   if (lanes.masked())
     return KernelEmitter::emitVectorStore(value, memref, at, out, reduce);
   if (reduce || !aligned || !isVectorAligned(out, vectorType)) {

@@ -15,8 +15,10 @@ using namespace mlir::perfdojo;
 /// Bumped whenever the lowering changes what code a kernel compiles to, so
 /// that times measured with an older lowering are not reused. 2: fused
 /// multiply-adds (fp-contract), streaming stores of whole lines only,
-/// register tiles sharing accumulators (2026-11-22).
-static constexpr const char *kLoweringVersion = "2";
+/// register tiles sharing accumulators (2026-11-22). 3: vector partials of
+/// reductions beside other children of their loop, streaming stores into
+/// large temporaries (2026-11-27).
+static constexpr const char *kLoweringVersion = "3";
 
 namespace {
 /// A prepared statement, finalized when it goes out of scope.

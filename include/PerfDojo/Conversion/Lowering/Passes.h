@@ -37,7 +37,9 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
   Option<int64_t> streamingMinBytes{
       *this, "streaming-min-bytes",
       llvm::cl::desc("Outputs of at least this many bytes that the kernel "
-                     "only writes get non-temporal vector stores (0: never)"),
+                     "only writes, and heap temporaries of at least 4 times "
+                     "as many that parallel scopes write, get non-temporal "
+                     "vector stores (0: never)"),
       llvm::cl::init(16 << 20)};
   Option<bool> fpContract{
       *this, "fp-contract",

@@ -44,7 +44,17 @@ def ConvertPerfDojoToStandard
       around its lanes writes whole lines one after the other (consecutive
       vectors, starting a line, the loop's vectors ending one).
       Such an output bypasses the caches: no read for ownership, about a
-      third less DRAM traffic. `pd-fence-streaming-stores` orders them.
+      third less DRAM traffic. So does a heap temporary that stores at
+      least 4 x `streaming-min-bytes` (each dimension whole or one slot),
+      that no operation reduces into, where a parallel scope writes it:
+      when a later pass reads it, its first lines have left the caches
+      anyway. `pd-fence-streaming-stores` orders them.
+    - A sequential scope keeps the partial results of each vector
+      reduction among its children into an element neither it nor the
+      lanes index, and that nothing else in the scope touches, in vectors
+      carried through its loop (four where the body holds only vector
+      scopes, each taking every fourth iteration), combined and stored
+      once after it.
 
     GPU mappings (`:g`, `:b`, `:w`) have no CPU meaning: the pass fails
     naming the scope.
@@ -52,8 +62,9 @@ def ConvertPerfDojoToStandard
   let options = [
     Option<"streamingMinBytes", "streaming-min-bytes", "int64_t",
            /*default=*/"16777216",
-           "Outputs of at least this many bytes that the kernel only writes "
-           "get non-temporal vector stores (0: never)">,
+           "Outputs of at least this many bytes that the kernel only writes, "
+           "and heap temporaries of at least 4 times as many that parallel "
+           "scopes write, get non-temporal vector stores (0: never)">,
     Option<"fpContract", "fp-contract", "bool", /*default=*/"true",
            "Let a floating-point product fuse with the sum or difference "
            "that consumes it (one rounding: a fused multiply-add), as C "
