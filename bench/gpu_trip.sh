@@ -53,6 +53,26 @@ if [ -n "${TORCH-1}" ]; then
     --kernels "$(cat "$folder/torch-kernels.txt")" >"$out/torch.log" 2>&1
   log "PyTorch: done"
 fi
+# Where Nsight Compute is installed: each launch of the packages that
+# profile.txt lists (speed of light, occupancy, launch statistics, as CSV
+# in profile.log), within PROFILE_S seconds (default 60).
+if [ -s "$folder/profile.txt" ]; then
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu \
+    /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  t=$(left)
+  limit=${PROFILE_S:-60}
+  [ "$limit" -lt "$t" ] || limit=$t
+  if [ -z "$ncu" ]; then
+    log "profile: no ncu on this machine"
+  elif [ "$limit" -gt 5 ]; then
+    log "profile: $(wc -l <"$folder/profile.txt") packages with $ncu, at most $limit s"
+    timeout "$limit" xargs -a "$folder/profile.txt" -n 1 "$ncu" --csv \
+      --target-processes all --section SpeedOfLight --section LaunchStats \
+      --section Occupancy "$runner" --check=none --warmup=0 \
+      --repetitions=1 --no-flush-l2 >"$out/profile.log" 2>&1
+    log "profile: done"
+  fi
+fi
 # The starting kernels run on one thread: a search needs their status
 # (mostly a timeout) to go on, not more.
 run naive naive.txt 100000 --warmup=0 --repetitions=1 --time-limit=0.5

@@ -730,12 +730,9 @@ LogicalResult GPUKernelLowering::lowerWarpReduction(ComputeOp op) {
     return op.emitError("a warp reduction in this type has no shuffle");
   // (gpu_warp keeps thread scopes out of such a scope; other moves might
   // bring one in.)
-  if (scope
-          .walk([&](ScopeOp s) {
-            return s != scope && isThreadScope(s) ? WalkResult::interrupt()
-                                                  : WalkResult::advance();
-          })
-          .wasInterrupted())
+  if (llvm::any_of(scope.getBodyBlock(), [](Operation &child) {
+        return containsThreadScope(&child);
+      }))
     return op.emitError("the scope of this warp reduction holds a thread "
                         "scope; the lanes of a warp reduction must be the "
                         "innermost threads");
@@ -896,18 +893,22 @@ bool GPUKernelLowering::mayConflictAcrossThreads(Operation *context,
                                                  ArrayRef<IterationOrder> order,
                                                  const AccessSet &buffers) {
   // Only where a thread is identified by corresponding variables on both
-  // sides: `context` under no thread scope, every operation of a side
-  // under the same chain of thread scopes below it, and the two chains of
-  // the same shape: sizes, and the threads each one's body needs, which
-  // decide its variable's digit of the thread index (enterThreadScope;
-  // sequential scopes between them change nothing). A thread is then its
-  // values of those variables (at their own depths on each side: `2 256:b`
-  // and `256:b 2`), and the question is exact (DependenceAnalysis).
+  // sides: every operation of a side under the same chain of thread
+  // scopes below `context`, and the two chains of the same shape: sizes,
+  // and the threads each one's body needs, which decide its variable's
+  // digit of the thread index (enterThreadScope; sequential scopes between
+  // them change nothing). A thread is then its values of those variables
+  // (at their own depths on each side: `2 256:b` and `256:b 2`) and of the
+  // thread scopes around `context` (a block's rows, a warp each), and the
+  // question is exact (DependenceAnalysis): threads of the same rows, at
+  // corresponding variables, below; threads of different rows, anywhere
+  // in their instances (they keep no step with each other).
   if (!exactBarriers)
     return true;
+  SmallVector<unsigned> around; // the thread scopes around, by depth
   for (Operation *p = context; p && !isa<KernelOp>(p); p = p->getParentOp())
     if (isThreadScope(p))
-      return true;
+      around.push_back(cast<ScopeOp>(p).getDepth());
   using Chain = SmallVector<std::tuple<unsigned, int64_t, int64_t>>;
   auto collect = [&](ArrayRef<Operation *> roots, SmallVector<ComputeOp> &ops,
                      std::optional<Chain> &common) {
@@ -944,6 +945,13 @@ bool GPUKernelLowering::mayConflictAcrossThreads(Operation *context,
       return true;
   if (!dependences)
     dependences = std::make_unique<DependenceAnalysis>(kernel);
+  for (auto [buffer, written] : buffers)
+    for (unsigned depth : around)
+      for (bool greater : {false, true})
+        if (dependences->mayConflict(a, b, depth, {{depth, greater}},
+                                     /*reductionsCommute=*/false, nullptr,
+                                     cast<BufferOp>(buffer)))
+          return true;
   for (auto [buffer, written] : buffers)
     for (auto [x, y] : llvm::zip_equal(*chainA, *chainB))
       for (bool greater : {false, true}) {

@@ -448,9 +448,7 @@ public:
       ScopeOp producer, consumer;
       unsigned between = 0;
       env.getKernel().walk<WalkOrder::PreOrder>([&](ScopeOp p) {
-        if (producer || p.getMapping() == Mapping::vector ||
-            llvm::is_contained(tried,
-                               scopeLocation(firstCompute(p), p.getDepth())))
+        if (producer || p.getMapping() == Mapping::vector)
           return;
         llvm::StringSet<> written = writes(p);
         unsigned n = 0;
@@ -463,7 +461,9 @@ public:
             if (r)
               r.walk([&](ComputeOp op) { product |= isProduct(op); });
             if (r && !product &&
-                readsAny(r, written, /*reductionsOnly=*/true)) {
+                readsAny(r, written, /*reductionsOnly=*/true) &&
+                !llvm::is_contained(
+                    tried, scopeLocation(firstCompute(p), p.getDepth()))) {
               producer = p;
               consumer = r;
               between = n;
@@ -2189,16 +2189,25 @@ public:
     int64_t width = target.vectorWidth;
     int64_t size = scope.getSize();
     if (width < 2 || size % width || size == width ||
-        !llvm::hasSingleElement(scope.getBodyBlock()) ||
-        !isa<ComputeOp>(scope.getBodyBlock().front()) ||
+        !llvm::all_of(scope.getBodyBlock(),
+                      [](Operation &op) { return isa<ComputeOp>(op); }) ||
         contiguityScore(scope, scope.getDepth()) <= 0 ||
         scatters(scope, scope.getDepth()))
       return false;
     size_t before = env.getMoves().size();
     unsigned depth = scope.getDepth();
-    MoveLocation loc = locate(scope);
-    if (apply(TileScopeOp::make(loc, width)) &&
-        apply(VectorizeOp::make(atDepth(loc, depth + 1))))
+    // Operations are named by location: moves replace the kernel.
+    SmallVector<std::string> ids;
+    for (Operation &op : scope.getBodyBlock())
+      ids.push_back(scopeLocation(cast<ComputeOp>(op), 0));
+    // A vector scope holds one operation: several (a batch norm's
+    // xh = d * rstd, then y = xh * gamma + beta) get one each.
+    bool ok = apply(TileScopeOp::make(locate(scope), width));
+    for (size_t i = 0; ok && i + 1 < ids.size(); ++i)
+      ok = apply(SplitScopeOp::make(scopeLoc(*findOpAt(ids[i]), depth + 1)));
+    for (size_t i = 0; ok && i < ids.size(); ++i)
+      ok = apply(VectorizeOp::make(scopeLoc(*findOpAt(ids[i]), depth + 1)));
+    if (ok)
       return true;
     rollBackTo(before);
     return false;
@@ -2216,7 +2225,14 @@ public:
     MoveLocation loc = locate(scope);
     unsigned depth = scope.getDepth();
     int64_t size = scope.getSize();
-    bool vectorized = vectorize && vectorizeGPU(scope);
+    // (A loop of a block's row vectorized into less than a warp of threads
+    // leaves most of the block idle: an instance norm's rows of 56, 14
+    // threads of vectors beside loops of 56. An element-wise nest's block
+    // takes more rows instead: widenBlocks.)
+    bool vectorized =
+        vectorize &&
+        (outerToGrid || size / target.vectorWidth >= target.warpSize) &&
+        vectorizeGPU(scope);
     if (vectorized)
       size /= target.vectorWidth;
     int64_t threads = threadsFor(size);
@@ -2760,6 +2776,7 @@ public:
             !apply(GpuBlockOp::make(locate(extra))))
           break;
       }
+      widenBlocks(index);
       return;
     }
     // A warp per iteration of the independent scopes where they are many
@@ -2771,6 +2788,57 @@ public:
       return;
     }
     (void)mapRowLoops(index, prefix, /*all=*/false);
+  }
+
+  /// Fewer threads a block than this leave a multiprocessor's warps few
+  /// and partly idle (a row of 300 floats in vectors of 4: 75 threads).
+  static constexpr int64_t kMinBlockThreads = 128;
+
+  /// Where the `index`-th nest's blocks hold fewer than kMinBlockThreads
+  /// threads and a grid scope holds the block's scopes directly (a batch
+  /// norm's rows of 300, an element-wise nest's rows of 112), that grid
+  /// scope is tiled and its inner part joins the block, outside its
+  /// threads (consecutive threads still along the row): the fewest rows
+  /// that make kMinBlockThreads threads, preferring whole warps up to 256
+  /// threads. Nothing changes where no divisor fits or a move is refused.
+  void widenBlocks(unsigned index) {
+    SmallVector<ScopeOp> chain = perfectChain(topScope(index));
+    size_t first = 0;
+    while (first < chain.size() && chain[first].getMapping() != Mapping::block)
+      ++first;
+    if (first == 0 || first == chain.size() ||
+        chain[first - 1].getMapping() != Mapping::grid)
+      return;
+    int64_t threads = 1;
+    for (size_t d = first; d < chain.size(); ++d) {
+      if (chain[d].getMapping() != Mapping::block)
+        break;
+      threads *= chain[d].getSize();
+    }
+    ScopeOp rows = chain[first - 1];
+    int64_t size = rows.getSize(), best = 0;
+    for (int64_t r = 2; r <= size && threads * r <= 256; ++r) {
+      if (size % r || threads * r < kMinBlockThreads)
+        continue;
+      if ((threads * r) % target.warpSize == 0) {
+        best = r;
+        break;
+      }
+      if (!best)
+        best = r;
+    }
+    if (threads >= kMinBlockThreads || !best)
+      return;
+    size_t before = env.getMoves().size();
+    MoveLocation loc = locate(rows);
+    unsigned depth = rows.getDepth();
+    bool ok = apply(UnsetMappingOp::make(loc));
+    if (ok && best < size)
+      ok = apply(TileScopeOp::make(loc, best)) && apply(GpuGridOp::make(loc)) &&
+           (++depth, true);
+    ok = ok && apply(GpuBlockOp::make(atDepth(loc, depth)));
+    if (!ok)
+      rollBackTo(before);
   }
 
   /// The scopes of the `index`-th nest's independent prefix (`prefix` of
