@@ -164,8 +164,11 @@ void mlir::perfdojo::buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
   lowering.maxSharedBytes = options.maxSharedBytes;
   lowering.fpContract = options.fpContract;
   pm.addPass(createConvertPerfDojoToGPU(lowering));
-  // f32 functions as arithmetic: no device library needed.
-  pm.addPass(createApproximateMathPass());
+  // f32 functions as arithmetic: no device library needed; on NVPTX, exp
+  // from its ex2.approx instruction (LLVM lowers llvm.exp2.f32 to it).
+  ApproximateMathPassOptions math;
+  math.exp2Instruction = cuda;
+  pm.addPass(createApproximateMathPass(math));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // The kernels, inside each gpu.module: structured control flow to

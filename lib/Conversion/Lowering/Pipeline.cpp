@@ -26,16 +26,21 @@ namespace {
 /// CPU, and of device library calls a GPU could not resolve.
 struct ApproximateMathPass
     : public perfdojo::impl::ApproximateMathPassBase<ApproximateMathPass> {
+  using ApproximateMathPassBase::ApproximateMathPassBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     // Into exp, expm1, log, log1p and sqrt (approximated below).
     perfdojo::populateDeviceMathPatterns(patterns);
+    if (exp2Instruction)
+      perfdojo::populateExpByExp2Patterns(patterns);
     math::populateExpansionPatterns(patterns, {"powf"});
     populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) { // full operation names
-          return llvm::is_contained({"math.exp", "math.log", "math.tanh",
-                                     "math.erf", "math.atan", "math.asin",
-                                     "math.acos", "math.log1p", "math.expm1"},
+        patterns, [&](StringRef name) { // full operation names
+          if (name == "math.exp")
+            return !exp2Instruction;
+          return llvm::is_contained({"math.log", "math.tanh", "math.erf",
+                                     "math.atan", "math.asin", "math.acos",
+                                     "math.log1p", "math.expm1"},
                                     name);
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -26,6 +26,13 @@ namespace perfdojo {
 /// - asinh, acosh, atanh: through log1p, and log(|x|) + log 2 above 2^12.
 void populateDeviceMathPatterns(RewritePatternSet &patterns);
 
+/// Adds a pattern that computes f32 (scalar or vector) `math.exp` from two
+/// `llvm.intr.exp2` (one instruction each where the target has one, as
+/// NVPTX's ex2.approx.f32): a reduction by ln 2 in two parts, e^x =
+/// 2^(f log2 e) 2^j. A few ulp (the instruction's error, 2 ulp on NVPTX,
+/// for each factor); for a target whose exp2 is not a library call.
+void populateExpByExp2Patterns(RewritePatternSet &patterns);
+
 } // namespace perfdojo
 } // namespace mlir
 

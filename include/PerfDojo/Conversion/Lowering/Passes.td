@@ -113,9 +113,17 @@ def ApproximateMathPass : Pass<"pd-approximate-math", "::mlir::ModuleOp"> {
     // polynomial, a scale by a power of two): no call
     ```
   }];
+  let options = [
+    Option<"exp2Instruction", "exp2-instruction", "bool",
+           /*default=*/"false",
+           "compute exp from two llvm.intr.exp2 (ex2.approx.f32 on NVPTX, "
+           "about 10 instructions) instead of the polynomial (about 25); for "
+           "targets whose exp2 is an instruction, not a library call">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 
