@@ -487,7 +487,7 @@ public:
                        : ScopeOp();
       bool ok = true;
       if (size != wanted)
-        ok = inner && size == wanted * inner.getSize() &&
+        ok = inner && size == wanted * int64_t(inner.getSize()) &&
              apply(TileScopeOp::make(scopeLoc(first, depth), inner.getSize()));
       if (ok && consumer.getMapping() == Mapping::parallel)
         ok = apply(ParallelizeOp::make(scopeLoc(*findOpAt(id), depth)));
@@ -2389,7 +2389,7 @@ public:
     // spread as any element-wise loop.
     if (ScopeOp init = scopeAt(atDepth(bufferLoc(partial), depth))) {
       size_t now = env.getMoves().size();
-      bool same = init.getSize() == threads &&
+      bool same = int64_t(init.getSize()) == threads &&
                   llvm::hasSingleElement(init.getBodyBlock()) &&
                   isa<ComputeOp>(init.getBodyBlock().front()) &&
                   apply(threadMove(locate(init)));
@@ -2815,6 +2815,8 @@ public:
         break;
       threads *= chain[d].getSize();
     }
+    if (threads >= kMinBlockThreads)
+      return;
     ScopeOp rows = chain[first - 1];
     int64_t size = rows.getSize(), best = 0;
     for (int64_t r = 2; r <= size && threads * r <= 256; ++r) {
@@ -2827,15 +2829,17 @@ public:
       if (!best)
         best = r;
     }
-    if (threads >= kMinBlockThreads || !best)
+    if (!best)
       return;
     size_t before = env.getMoves().size();
     MoveLocation loc = locate(rows);
     unsigned depth = rows.getDepth();
     bool ok = apply(UnsetMappingOp::make(loc));
-    if (ok && best < size)
-      ok = apply(TileScopeOp::make(loc, best)) && apply(GpuGridOp::make(loc)) &&
-           (++depth, true);
+    if (ok && best < size) {
+      // The rows' outer part stays the grid, the inner part joins the block.
+      ok = apply(TileScopeOp::make(loc, best)) && apply(GpuGridOp::make(loc));
+      ++depth;
+    }
     ok = ok && apply(GpuBlockOp::make(atDepth(loc, depth)));
     if (!ok)
       rollBackTo(before);

@@ -27,10 +27,11 @@ namespace perfdojo {
 void populateDeviceMathPatterns(RewritePatternSet &patterns);
 
 /// Adds a pattern that computes f32 (scalar or vector) `math.exp` from two
-/// `llvm.intr.exp2` (one instruction each where the target has one, as
-/// NVPTX's ex2.approx.f32): a reduction by ln 2 in two parts, e^x =
-/// 2^(f log2 e) 2^j. A few ulp (the instruction's error, 2 ulp on NVPTX,
-/// for each factor); for a target whose exp2 is not a library call.
+/// calls of the `llvm.exp2` intrinsic (an instruction where the target has
+/// one, as NVPTX's ex2.approx.f32): x = j ln 2 + f by a reduction with
+/// ln 2 in two parts, e^x = (2 * 2^(f log2 e)) * 2^(j - 1). Within 0.85
+/// ulp with an exact 2^y, plus the instruction's own error; for a target
+/// whose exp2 is not a library call.
 void populateExpByExp2Patterns(RewritePatternSet &patterns);
 
 } // namespace perfdojo
