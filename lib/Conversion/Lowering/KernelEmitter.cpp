@@ -201,14 +201,21 @@ LogicalResult KernelEmitter::unrollLoops() {
 }
 
 KernelEmitter::OffsetForm KernelEmitter::offsetForm(AccessAttr access) {
-  ArrayRef<int64_t> shape = bufferOf(access.getArray().getValue()).getShape();
-  SmallVector<LinearForm> forms(access.getLinearForms());
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int d = int(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
+  return offsetForm(access, bufferOf(access.getArray().getValue()).getShape(),
+                    {});
+}
+
+KernelEmitter::OffsetForm KernelEmitter::offsetForm(AccessAttr access,
+                                                    ArrayRef<int64_t> extents,
+                                                    ArrayRef<bool> skip) {
+  SmallVector<int64_t> strides(extents.size(), 1);
+  for (int d = int(extents.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * extents[d + 1];
   OffsetForm offset;
   offset.steps.assign(ivs.size(), 0);
-  for (auto [d, form] : llvm::enumerate(forms)) {
+  for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
+    if (d < skip.size() && skip[d])
+      continue;
     offset.start += form.constant * strides[d];
     for (unsigned v = 0; v < form.getNumDims() && v < ivs.size(); ++v)
       offset.steps[v] += form.coeffs[v] * strides[d];
@@ -216,16 +223,19 @@ KernelEmitter::OffsetForm KernelEmitter::offsetForm(AccessAttr access) {
   return offset;
 }
 
-bool KernelEmitter::isOffsetMultipleOf(AccessAttr access, int64_t width) {
+bool KernelEmitter::isMultipleOf(const OffsetForm &offset, int64_t width) {
   // Every scope variable other than the lanes must step by a multiple of
   // the width, and the start must be one.
-  OffsetForm offset = offsetForm(access);
   if (offset.start % width)
     return false;
   for (unsigned v = 0; v < ivs.size(); ++v)
     if (ivs[v] && offset.steps[v] % width)
       return false;
   return true;
+}
+
+bool KernelEmitter::isOffsetMultipleOf(AccessAttr access, int64_t width) {
+  return isMultipleOf(offsetForm(access), width);
 }
 
 SmallVector<Value> KernelEmitter::indices(AccessAttr access, int64_t lane) {

@@ -162,13 +162,17 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
                                          ArrayRef<BufferOp> temporaries) {
   if (streamingMinBytes <= 0)
     return;
-  llvm::SmallPtrSet<Operation *, 4> reduced, read;
+  // Each buffer's writers and readers, and those reduced into.
+  llvm::DenseMap<Operation *, SmallVector<ComputeOp>> writers, readers;
+  llvm::SmallPtrSet<Operation *, 4> reduced;
   kernel.walk([&](ComputeOp op) {
+    Operation *out = bufferOf(op.getOut().getArray().getValue());
+    writers[out].push_back(op);
     if (op.getReduction() != Reduction::none)
-      reduced.insert(bufferOf(op.getOut().getArray().getValue()));
+      reduced.insert(out);
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input))
-        read.insert(bufferOf(access.getArray().getValue()));
+        readers[bufferOf(access.getArray().getValue())].push_back(op);
   });
   auto storedBytes = [](BufferOp buffer) {
     int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
@@ -177,7 +181,7 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
     return bytes;
   };
   for (BufferOp buffer : parameters) {
-    if (!buffer.isOutput() || reduced.contains(buffer) || read.contains(buffer))
+    if (!buffer.isOutput() || reduced.contains(buffer) || readers.count(buffer))
       continue;
     if (llvm::any_of(buffer.getReuse(), [](int64_t r) { return r != 0; }))
       continue;
@@ -198,23 +202,14 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
   // loop right around the writer's lanes (where the written vector is
   // still in a register).
   auto readSoon = [&](BufferOp buffer) {
-    SmallVector<ComputeOp> writers, readers;
-    kernel.walk([&](ComputeOp op) {
-      if (bufferOf(op.getOut().getArray().getValue()) == buffer)
-        writers.push_back(op);
-      for (Attribute input : op.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input);
-            access && bufferOf(access.getArray().getValue()) == buffer)
-          readers.push_back(op);
-    });
-    for (ComputeOp writer : writers) {
+    for (ComputeOp writer : writers.lookup(buffer)) {
       ScopeOp parallel;
       for (auto s = writer->getParentOfType<ScopeOp>(); s;
            s = s->getParentOfType<ScopeOp>())
         if (s.getMapping() == Mapping::parallel)
           parallel = s;
       Operation *loop = writer->getParentOp()->getParentOp();
-      for (ComputeOp reader : readers)
+      for (ComputeOp reader : readers.lookup(buffer))
         if (parallel && parallel->isAncestor(reader) &&
             reader->getParentOp()->getParentOp() != loop)
           return true;
@@ -237,23 +232,15 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
 std::optional<KernelEmitter::OffsetForm>
 KernelLowering::storedOffsetForm(AccessAttr access) {
   BufferOp buffer = bufferOf(access.getArray().getValue());
-  unsigned rank = buffer.getShape().size();
-  SmallVector<int64_t> strides(rank, 1);
-  for (int d = int(rank) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * buffer.getStoredExtent(d + 1);
-  OffsetForm offset;
-  offset.steps.assign(ivs.size(), 0);
-  for (auto [d, form] : llvm::enumerate(access.getLinearForms())) {
-    int64_t reuse = buffer.getReuse()[d];
+  SmallVector<int64_t> extents;
+  SmallVector<bool> skip;
+  for (auto [d, reuse] : llvm::enumerate(buffer.getReuse())) {
     if (reuse > 1)
-      return std::nullopt;
-    if (reuse == 1)
-      continue; // one slot: index 0
-    offset.start += form.constant * strides[d];
-    for (unsigned v = 0; v < form.getNumDims() && v < ivs.size(); ++v)
-      offset.steps[v] += form.coeffs[v] * strides[d];
+      return std::nullopt; // stored modulo several slots
+    extents.push_back(buffer.getStoredExtent(d));
+    skip.push_back(reuse == 1); // one slot: index 0
   }
-  return offset;
+  return offsetForm(access, extents, skip);
 }
 
 bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
@@ -271,14 +258,8 @@ bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
   std::optional<OffsetForm> offset = storedOffsetForm(out);
   if (!offset)
     return false;
-  if (vectorBytes == 64) {
-    if (offset->start % width)
-      return false;
-    for (unsigned v = 0; v < ivs.size(); ++v)
-      if (ivs[v] && offset->steps[v] % width)
-        return false;
-    return true;
-  }
+  if (vectorBytes == 64)
+    return isMultipleOf(*offset, width);
   // A narrower vector (AVX2's 32 bytes) streams when the loop right around
   // its lanes writes whole lines, one after the other: consecutive
   // iterations store consecutive vectors, the loop's first vector starts a

@@ -2170,7 +2170,7 @@ public:
   int64_t threadsFor(int64_t size) const {
     if (warpLanes)
       return size % target.warpSize ? 0 : target.warpSize;
-    for (int64_t t = std::min<int64_t>(256, size); t >= target.warpSize; --t)
+    for (int64_t t = std::min(kBlockThreads, size); t >= target.warpSize; --t)
       if (size % t == 0)
         return t;
     if (size <= target.maxThreadsPerBlock)
@@ -2188,9 +2188,7 @@ public:
   bool vectorizeGPU(ScopeOp scope) {
     int64_t width = target.vectorWidth;
     int64_t size = scope.getSize();
-    if (width < 2 || size % width || size == width ||
-        !llvm::all_of(scope.getBodyBlock(),
-                      [](Operation &op) { return isa<ComputeOp>(op); }) ||
+    if (width < 2 || size % width || size == width || !onlyOperations(scope) ||
         contiguityScore(scope, scope.getDepth()) <= 0 ||
         scatters(scope, scope.getDepth()))
       return false;
@@ -2525,6 +2523,9 @@ public:
   /// Enough threads to fill a large GPU (132 multiprocessors x 2048
   /// threads is 270,336; a quarter of that keeps most of them busy).
   static constexpr int64_t kEnoughThreads = 1 << 16;
+  /// The threads a block takes where the work allows (threadsFor,
+  /// widenBlocks).
+  static constexpr int64_t kBlockThreads = 256;
   /// Grid dimensions of a GPU launch.
   static constexpr size_t kMaxGridScopes = 3;
   static constexpr int64_t kLongReduction = 1024;
@@ -2799,8 +2800,8 @@ public:
   /// norm's rows of 300, an element-wise nest's rows of 112), that grid
   /// scope is tiled and its inner part joins the block, outside its
   /// threads (consecutive threads still along the row): the fewest rows
-  /// that make kMinBlockThreads threads, preferring whole warps up to 256
-  /// threads. Nothing changes where no divisor fits or a move is refused.
+  /// that make kMinBlockThreads threads, preferring whole warps up to
+  /// kBlockThreads. Nothing changes where no divisor fits or a move is refused.
   void widenBlocks(unsigned index) {
     SmallVector<ScopeOp> chain = perfectChain(topScope(index));
     size_t first = 0;
@@ -2819,7 +2820,7 @@ public:
       return;
     ScopeOp rows = chain[first - 1];
     int64_t size = rows.getSize(), best = 0;
-    for (int64_t r = 2; r <= size && threads * r <= 256; ++r) {
+    for (int64_t r = 2; r <= size && threads * r <= kBlockThreads; ++r) {
       if (size % r || threads * r < kMinBlockThreads)
         continue;
       if ((threads * r) % target.warpSize == 0) {

@@ -237,6 +237,14 @@ protected:
     SmallVector<int64_t> steps;
   };
   OffsetForm offsetForm(AccessAttr access);
+  /// The same in a row-major layout of `extents` (a buffer's stored
+  /// extents), the dimensions where `skip` holds contributing nothing (a
+  /// dimension kept as one slot).
+  OffsetForm offsetForm(AccessAttr access, ArrayRef<int64_t> extents,
+                        ArrayRef<bool> skip);
+  /// Whether `offset`'s start and every step but the lanes' are multiples
+  /// of `width`.
+  bool isMultipleOf(const OffsetForm &offset, int64_t width);
 
   Value load(AccessAttr access);
   /// Whether the target transposes blocks of a gathered operand in
