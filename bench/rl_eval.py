@@ -4,7 +4,8 @@ and annealing, on suite kernels left out of its training.
 
     .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
         [--episodes 150] [--budgets 200,50] [--seeds 5,3] [--threads 2]
-        [--curves docs/images] [--reuse-policies] > table.md
+        [--curves docs/images] [--reuse-policies]
+        [--methods random,anneal,rl-learned,rl-fixed,rl-fixed-static] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
    so that a budget of evaluations runs in minutes on this machine): a
@@ -88,6 +89,8 @@ def tune(args, kernel, method, policy, budget, seed):
            "--db=" + os.path.join(args.out_dir, name + ".db")]
     if method.startswith("rl"):
         cmd += ["--strategy=rl", "--policy=" + policy]
+        if method.endswith("-static"):
+            cmd += ["--adaptive-explore=false"]
     else:
         cmd += ["--strategy=" + method, "--start-from=naive"]
     start = time.time()
@@ -111,6 +114,13 @@ def main():
     parser.add_argument("--seeds", default="5,3",
                         help="seeds per budget, in the order of --budgets")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--methods",
+                        default="random,anneal,rl-learned,rl-fixed",
+                        help="random, anneal, rl-ENCODER (the policy's "
+                        "sampler trusting the policy as far as it pays on "
+                        "the kernel, the default) and rl-ENCODER-static "
+                        "(--adaptive-explore=false: a fixed share of random "
+                        "draws)")
     parser.add_argument("--reuse-policies", action="store_true",
                         help="play the policies an earlier run left in "
                         "--out-dir instead of training them again (to add "
@@ -141,14 +151,19 @@ def main():
 
     budgets = [int(b) for b in args.budgets.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
-    methods = ["random", "anneal", "rl-learned", "rl-fixed"]
+    methods = args.methods.split(",")
+    for method in methods:
+        if method not in ("random", "anneal") and \
+                method.replace("-static", "") not in policies:
+            parser.error("unknown method '%s'" % method)
     results = {}  # (kernel, budget, method) -> [(speedup, wall)]
     for budget, count in zip(budgets, seeds):
         for kernel in held_out:
             name = os.path.basename(kernel)[:-3]
             for seed in range(1, count + 1):
                 for method in methods:
-                    r = tune(args, kernel, method, policies.get(method),
+                    r = tune(args, kernel, method,
+                             policies.get(method.replace("-static", "")),
                              budget, seed)
                     if r:
                         results.setdefault((name, budget, method), []).append(r)

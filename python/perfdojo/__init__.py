@@ -397,6 +397,7 @@ class Environment:
         policy: str = "",
         horizon: int = 8,
         explore: float = 0.25,
+        adaptive_explore: bool = True,
         policy_updates: int = 0,
     ) -> SearchResult:
         """Runs a heuristic or a search (random, anneal) from the starting
@@ -411,7 +412,9 @@ class Environment:
         for this target) as `pd-tune --strategy=rl` does, within `budget`
         evaluations: its greedy rollout of `horizon` moves at most, then a
         sampler it guides, a share `explore` (0 to 1) of whose expansions
-        are random; `policy_updates` gradient steps after each measurement
+        are random, the others the policy's best or, with
+        `adaptive_explore`, either one by how often each has paid on this
+        kernel so far; `policy_updates` gradient steps after each measurement
         let the policy learn from the search's own measurements (0: as
         trained; the policy file is never written). Its network runs in the libtorch that
         PerfDojo was built with (Debian's), loaded into this process; with
@@ -427,7 +430,8 @@ class Environment:
             )
         return self._core.search(
             strategy, budget, seed, time_budget, graph, generation, start_from, "cpu",
-            confirm_rounds, policy, horizon, explore, policy_updates,
+            confirm_rounds, policy, horizon, explore, adaptive_explore,
+            policy_updates,
         )
 
 

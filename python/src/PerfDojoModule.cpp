@@ -611,10 +611,10 @@ public:
   PySearchResult search(const std::string &strategy, unsigned budget,
                         uint64_t seed, double timeBudget,
                         const std::string &graph, unsigned generation,
-                        const std::string &startFrom,
-                        const std::string &target, unsigned confirmRounds,
-                        const std::string &policy, unsigned horizon,
-                        double explore, unsigned policyUpdates) {
+                        const std::string &startFrom, const std::string &target,
+                        unsigned confirmRounds, const std::string &policy,
+                        unsigned horizon, double explore, bool adaptiveExplore,
+                        unsigned policyUpdates) {
     if (!(explore >= 0 && explore <= 1)) {
       char text[64];
       std::snprintf(text, sizeof(text), "explore=%g", explore);
@@ -625,6 +625,7 @@ public:
     options.policyPath = policy;
     options.horizon = std::max(horizon, 1u);
     options.explore = explore;
+    options.adaptiveExplore = adaptiveExplore;
     options.policyUpdates = policyUpdates;
     options.strategy = strategyNamed(strategy);
     options.startFrom = strategyNamed(startFrom);
@@ -891,13 +892,14 @@ NB_MODULE(_core, m) {
       .def("measure_start", &PyEnvironment::measureStart)
       .def("measure_batch", &PyEnvironment::measureBatch, nb::arg("sequences"))
       .def_prop_ro("evaluation_count", &PyEnvironment::getEvaluationCount)
-      .def("apply_heuristic", &PyEnvironment::applyHeuristic,
-           nb::arg("level"), nb::arg("target"))
+      .def("apply_heuristic", &PyEnvironment::applyHeuristic, nb::arg("level"),
+           nb::arg("target"))
       .def("search", &PyEnvironment::search, nb::arg("strategy"),
            nb::arg("budget"), nb::arg("seed"), nb::arg("time_budget"),
            nb::arg("graph"), nb::arg("generation"), nb::arg("start_from"),
            nb::arg("target"), nb::arg("confirm_rounds"), nb::arg("policy"),
-           nb::arg("horizon"), nb::arg("explore"), nb::arg("policy_updates"));
+           nb::arg("horizon"), nb::arg("explore"), nb::arg("adaptive_explore"),
+           nb::arg("policy_updates"));
 
   nb::class_<PyMoveInfo>(m, "MoveInfo", "A move of the catalogue")
       .def_ro("name", &PyMoveInfo::name)

@@ -64,6 +64,12 @@ static cl::opt<double>
             cl::desc("rl: the share of expansions after the greedy rollout "
                      "that measure a random next program, not the "
                      "policy's best (0 to 1)"));
+static cl::opt<bool> adaptiveExplore(
+    "adaptive-explore", cl::cat(tuneCategory), cl::init(true),
+    cl::desc("rl: outside the --explore share, measure the policy's best or "
+             "a random next program by how often each one's programs ran "
+             "faster than their parent so far (Thompson sampling); false: "
+             "always the policy's best"));
 static cl::opt<unsigned> policyUpdates(
     "policy-updates", cl::cat(tuneCategory), cl::init(0),
     cl::desc("rl: gradient steps of the policy on the search's own "
@@ -436,6 +442,7 @@ static int runTool(int argc, char **argv) {
   options.confirmRounds = confirmRounds;
   options.horizon = horizon;
   options.explore = explore;
+  options.adaptiveExplore = adaptiveExplore;
   options.policyUpdates = policyUpdates;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||
@@ -469,6 +476,16 @@ static int runTool(int argc, char **argv) {
                  << " ms (first measured "
                  << llvm::format("%.4g", result.firstSeconds * 1e3)
                  << " ms)\n";
+  if (*strategy == Strategy::RL) {
+    const PolicySearchSources::Count &fromPolicy = result.sources.counts[0],
+                                     &fromRandom = result.sources.counts[1];
+    if (fromPolicy.programs + fromRandom.programs)
+      llvm::errs() << "pd-tune: after the greedy rollout, "
+                   << fromPolicy.programs
+                   << " programs were the policy's best (" << fromPolicy.faster
+                   << " faster than their parent) and " << fromRandom.programs
+                   << " random draws (" << fromRandom.faster << " faster)\n";
+  }
   if (!result.stoppedEarly.empty())
     llvm::errs() << "pd-tune: the search stopped after " << result.evaluations
                  << " of " << budget << " evaluations: " << result.stoppedEarly
@@ -625,6 +642,14 @@ static int runTool(int argc, char **argv) {
           out["confirm_rounds"] = result.confirmedRounds;
           out["confirm_programs"] = result.confirmedPrograms;
           out["best_first_ms"] = result.firstSeconds * 1e3;
+        }
+        if (*strategy == Strategy::RL) {
+          auto count = [](const PolicySearchSources::Count &c) {
+            return llvm::json::Object{{"programs", c.programs},
+                                      {"faster", c.faster}};
+          };
+          out["policy_best"] = count(result.sources.counts[0]);
+          out["random_draws"] = count(result.sources.counts[1]);
         }
         if (torch) {
           out["torch_ms"] = torch->first * 1e3;

@@ -496,10 +496,17 @@ private:
   };
   const Scored &score();
   /// Measures one next program of `met[parent]` that this search has not
-  /// measured: the policy's best with probability 1 - explore, otherwise
-  /// one drawn as --strategy=random draws (a move name, then one of its
-  /// places). Closes the parent when there is none.
+  /// measured: the policy's best, or one drawn as --strategy=random draws
+  /// (a move name, then one of its places), as chooseSource says. Closes
+  /// the parent when there is none.
   void expand(size_t parent);
+  /// Where an expansion's program comes from. With probability
+  /// options.explore a random draw; otherwise, with
+  /// options.adaptiveExplore, the source whose programs have paid more
+  /// often on this kernel (Thompson sampling over how many of each source's
+  /// programs ran faster than their parent), else the policy's best.
+  enum Source { PolicyBest = 0, RandomDraw = 1 };
+  Source chooseSource();
 
   Environment &env;
   Policy &policy;
@@ -526,6 +533,17 @@ private:
   /// The reward's constant c: the starting kernel's time.
   double scale = 0;
 };
+
+/// A program pays when it runs at least this much faster than its parent
+/// (below it, timing noise decides).
+constexpr double kPaysMargin = 0.03;
+
+/// A draw from Beta(a, b), as X / (X + Y) of two gamma draws.
+static double drawBeta(double a, double b, std::mt19937_64 &rng) {
+  double x = std::gamma_distribution<double>(a, 1)(rng);
+  double y = std::gamma_distribution<double>(b, 1)(rng);
+  return x + y > 0 ? x / (x + y) : 0.5;
+}
 } // namespace
 
 bool PolicySearch::visit(const ProgramFeatures *from,
@@ -627,8 +645,8 @@ void PolicySearch::expand(size_t parent) {
     return;
   }
   size_t choice = open.front();
-  std::uniform_real_distribution<double> coin(0, 1);
-  if (coin(rng) < options.explore) {
+  Source source = chooseSource();
+  if (source == RandomDraw) {
     std::vector<std::string> named;
     for (size_t i : open)
       named.push_back(s.actions.moves[i]);
@@ -640,11 +658,34 @@ void PolicySearch::expand(size_t parent) {
   }
   const ProgramFeatures *from = s.actions.state;
   const ProgramFeatures *after = s.actions.afters[choice];
+  double parentSeconds = met[parent].seconds;
+  PolicySearchSources::Count &count = result.sources.counts[source];
+  ++count.programs;
   if (failed(env.step(s.actions.moves[choice], reason))) {
     measured[features.getHash(after)] = false;
     return;
   }
+  size_t before = met.size();
   visit(from, after); // may grow `met`
+  if (met.size() > before &&
+      met.back().seconds < parentSeconds * (1 - kPaysMargin))
+    ++count.faster;
+}
+
+PolicySearch::Source PolicySearch::chooseSource() {
+  std::uniform_real_distribution<double> coin(0, 1);
+  if (coin(rng) < options.explore)
+    return RandomDraw;
+  if (!options.adaptiveExplore)
+    return PolicyBest;
+  // Beta(1 + faster, 1 + not faster) for each source: a source starts at
+  // even odds and is trusted as far as its programs pay on this kernel.
+  double odds[2];
+  for (Source source : {PolicyBest, RandomDraw}) {
+    const PolicySearchSources::Count &c = result.sources.counts[source];
+    odds[source] = drawBeta(1.0 + c.faster, 1.0 + (c.programs - c.faster), rng);
+  }
+  return odds[RandomDraw] > odds[PolicyBest] ? RandomDraw : PolicyBest;
 }
 
 SearchResult PolicySearch::run() {

@@ -102,6 +102,7 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
     options.policyPath = policy;
     options.horizon = horizon;
     options.explore = explore;
+    options.adaptiveExplore = adaptiveExplore;
     options.policyUpdates = policyUpdates;
     std::optional<TargetInfo> cpu = getCPUTarget(threads, vectorWidth);
     if (!cpu)

@@ -97,8 +97,13 @@ struct SearchOptions {
   std::string policyPath;
   unsigned horizon = 8;
   /// Strategy RL: after the greedy rollout, the share of expansions that
-  /// measure a random next program rather than the policy's best.
+  /// measure a random next program whatever the policy says.
   double explore = 0.25;
+  /// Strategy RL: outside that share, choose between the policy's best and
+  /// a random next program by how often each one's programs have run
+  /// faster than their parent in this search (Thompson sampling); false:
+  /// always the policy's best.
+  bool adaptiveExplore = true;
   /// Strategy RL: gradient steps of the policy on this search's own
   /// measurements after each one, so that the policy keeps learning on the
   /// kernel it tunes (the policy file is not changed); 0 plays the policy
@@ -115,6 +120,16 @@ struct SearchOptions {
   /// optimistic, and may be a lucky one. 0 rounds: the first best stands.
   unsigned confirmRounds = 3;
   unsigned confirmPrograms = 4;
+};
+
+/// Strategy RL: where the guided sampler's programs came from (the
+/// policy's best, or a random draw) and how many of each ran faster than
+/// their parent program.
+struct PolicySearchSources {
+  struct Count {
+    unsigned programs = 0, faster = 0;
+  };
+  Count counts[2]; // [0] the policy's best, [1] random draws
 };
 
 struct SearchResult {
@@ -152,6 +167,8 @@ struct SearchResult {
   /// remote runner): the search stopped there and, run again with the same
   /// options once they are in the database, retraces its steps and goes on.
   unsigned pending = 0;
+  /// Strategy RL: the guided sampler's sources.
+  PolicySearchSources sources;
 };
 
 /// Applies heuristic `level` (Naive, Greedy or Expert) to the current state

@@ -41,6 +41,9 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
            "rl: moves of the greedy rollout at most">,
     Option<"explore", "explore", "double", "0.25",
            "rl: share of random expansions after the rollout (0 to 1)">,
+    Option<"adaptiveExplore", "adaptive-explore", "bool", "true",
+           "rl: outside that share, the policy's best or a random draw by "
+           "how often each has paid on this kernel (false: the policy's)">,
     Option<"policyUpdates", "policy-updates", "unsigned", "0",
            "rl: gradient steps on the search's own measurements after each "
            "(0: the policy as trained)">,
