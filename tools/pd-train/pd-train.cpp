@@ -114,6 +114,12 @@ static cl::opt<double> restartBest(
     "restart-best", cl::cat(trainCategory), cl::init(0.5),
     cl::desc("the share of episodes that start from the fastest program met "
              "so far on their kernel, not from the kernel (0 to 1)"));
+static cl::opt<std::string> demonstrate(
+    "demonstrate", cl::cat(trainCategory), cl::init("none"),
+    cl::desc("before the first episode, play this heuristic's program of "
+             "each kernel as a demonstration: its moves one by one, each "
+             "program measured and each move a transition of the replay "
+             "buffer (none, greedy or expert)"));
 static cl::opt<uint64_t> seed("seed", cl::cat(trainCategory), cl::init(1),
                               cl::desc("seed of the network and the choices"));
 static cl::opt<std::string> curveFilename(
@@ -214,6 +220,12 @@ static int runTool(int argc, char **argv) {
                 "fixed");
   if (!(restartBest >= 0 && restartBest <= 1))
     return fail("--restart-best must be a share between 0 and 1");
+  std::optional<Strategy> teacher = parseStrategy(demonstrate);
+  if (demonstrate != "none" &&
+      (!teacher || (*teacher != Strategy::Greedy &&
+                    *teacher != Strategy::Expert)))
+    return fail("unknown --demonstrate '" + demonstrate +
+                "'; expected none, greedy or expert");
   if (horizon == 0 || batchSize == 0 || checkpointEvery == 0)
     return fail("--horizon, --batch and --checkpoint-every must be at least 1");
   if (generatedStages == 0 || generatedIterations < 1)
@@ -424,6 +436,26 @@ static int runTool(int argc, char **argv) {
   std::map<std::string, double> best;
   std::string stopReason;
   unsigned episode = done;
+  // Demonstrations, once, before the first episode (a resumed run has them
+  // in its replay buffer already).
+  if (demonstrate != "none" && done == 0)
+    for (auto &session : sessions) {
+      EpisodeResult r =
+          trainer.playDemonstration(session->getEnvironment(), *teacher);
+      if (!r.error.empty())
+        return fail(session->getName() + ": " + r.error);
+      measured += r.evaluations;
+      double &kernelBest = best[session->getName().str()];
+      kernelBest = std::max(kernelBest, r.bestSpeedup);
+      if (!quiet)
+        llvm::errs() << llvm::format(
+            "demonstration %s (%s): %u moves, %.2fx, loss %.4f, %u "
+            "measured, %s\n",
+            session->getName().str().c_str(), demonstrate.c_str(), r.moves,
+            r.bestSpeedup, r.meanLoss, r.evaluations,
+            formatDuration(secondsBefore + elapsed()).c_str());
+      meta["demonstrations"] = demonstrate;
+    }
   for (; episode < episodes; ++episode) {
     if (budget && measured >= budget) {
       stopReason = "the budget of " + std::to_string(budget) +

@@ -217,6 +217,115 @@ size_t mlir::perfdojo::drawLikeRandom(ArrayRef<std::string> moves,
       [&](size_t i) { return StringRef(moves[i]).split('@').first; }, rng);
 }
 
+/// The target whose moves the agent plays on `env`: this CPU, or the GPU
+/// behind its runner.
+static TargetInfo getTrainingTarget(Environment &env) {
+  TargetInfo target = getCPUTarget(env.getOptions().evaluation.threads)
+                          .value_or(TargetInfo());
+  if (env.getOptions().runner) {
+    target.gpu = true;
+    target.vectorWidth = 4;
+  }
+  return target;
+}
+
+static constexpr const char *kNoRemote =
+    "the RL agent needs its measurements at once; it cannot wait for a "
+    "remote runner";
+
+double Trainer::rewardOf(StringRef startHash, const Measurement &m) {
+  // The reward's constant c: the starting kernel's time; where the starting
+  // kernel itself fails on the target (one GPU thread may time out), the
+  // first time of the kernel that ran. A state that fails earns nothing.
+  if (!m.ok() || m.seconds <= 0)
+    return 0.0;
+  double c = scale.try_emplace(startHash, m.seconds).first->second;
+  return c / m.seconds;
+}
+
+bool Trainer::learnInto(EpisodeResult &result, double &lossSum,
+                        unsigned &lossCount) {
+  std::string error;
+  double loss = learn(error);
+  if (loss < 0) {
+    result.error = error;
+    return false;
+  }
+  if (replay.size() >= options.batchSize) {
+    lossSum += loss;
+    ++lossCount;
+  }
+  return true;
+}
+
+EpisodeResult Trainer::playDemonstration(Environment &env,
+                                         Strategy heuristic) {
+  EpisodeResult result;
+  env.reset();
+  TargetInfo target = getTrainingTarget(env);
+  unsigned evaluationsBefore = env.getEvaluationCount();
+  std::string startHash = env.getHash();
+  Measurement start = env.measure();
+  if (start.pending) {
+    result.error = kNoRemote;
+    return result;
+  }
+  applyHeuristic(env, heuristic, target);
+  std::vector<std::string> moves(env.getMoves().begin(), env.getMoves().end());
+  env.reset();
+  double current = rewardOf(startHash, start);
+  Best &best = bestOf[startHash];
+  result.bestSpeedup = result.finalSpeedup = current;
+  StateActions actions = listActions(env, target, features);
+  double lossSum = 0;
+  unsigned lossCount = 0;
+  for (const std::string &move : moves) {
+    std::string reason;
+    if (failed(env.step(move, reason))) {
+      result.error = "the heuristic's move " + move + " does not apply: " +
+                     reason;
+      return result;
+    }
+    ++result.moves;
+    Measurement m = env.measure();
+    if (m.pending) {
+      result.error = kNoRemote;
+      return result;
+    }
+    StateActions next = listActions(env, target, features);
+    QTransition t{actions.state, next.state, 0, true, nullptr, {}};
+    if (!m.ok()) {
+      // As in an episode: a failed check ends it without reward.
+      remember(std::move(t));
+      result.finalSpeedup = 0;
+      break;
+    }
+    current = rewardOf(startHash, m);
+    result.bestSpeedup = std::max(result.bestSpeedup, current);
+    result.finalSpeedup = current;
+    if (current > best.speedup) {
+      best.speedup = current;
+      best.moves.assign(env.getMoves().begin(), env.getMoves().end());
+    }
+    t.reward = float(current);
+    t.terminal = false;
+    setNext(t, next, options.maxNextActions, rng);
+    remember(std::move(t));
+    if (!learnInto(result, lossSum, lossCount))
+      return result;
+    actions = std::move(next);
+  }
+  if (result.finalSpeedup > 0) {
+    // The demonstration stops where the heuristic did.
+    remember({actions.state, actions.state, float(current), true, nullptr, {}});
+    if (!learnInto(result, lossSum, lossCount))
+      return result;
+  }
+  result.meanLoss = lossCount ? lossSum / lossCount : 0;
+  result.evaluations = env.getEvaluationCount() - evaluationsBefore;
+  return result;
+}
+
 EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
   EpisodeResult result;
   double progress =
@@ -224,30 +333,15 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
   result.epsilon = options.epsilonStart +
                    (options.epsilonEnd - options.epsilonStart) * progress;
   env.reset();
-  TargetInfo target = getCPUTarget(env.getOptions().evaluation.threads)
-                          .value_or(TargetInfo());
-  if (env.getOptions().runner) {
-    target.gpu = true;
-    target.vectorWidth = 4;
-  }
+  TargetInfo target = getTrainingTarget(env);
   unsigned evaluationsBefore = env.getEvaluationCount();
-  // The reward's constant c: the starting kernel's time; where the starting
-  // kernel itself fails on the target (one GPU thread may time out), the
-  // first time of the kernel that ran. A state that fails earns nothing.
   std::string startHash = env.getHash();
   Measurement start = env.measure();
   if (start.pending) {
-    result.error = "the RL agent needs its measurements at once; it cannot "
-                   "wait for a remote runner";
+    result.error = kNoRemote;
     return result;
   }
-  auto rewardOf = [&](const Measurement &m) {
-    if (!m.ok() || m.seconds <= 0)
-      return 0.0;
-    double c = scale.try_emplace(startHash, m.seconds).first->second;
-    return c / m.seconds;
-  };
-  double current = rewardOf(start);
+  double current = rewardOf(startHash, start);
   Best &best = bestOf[startHash];
   std::uniform_real_distribution<double> coin(0, 1);
   if (!best.moves.empty() && coin(rng) < options.restartBest) {
@@ -257,7 +351,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     if (succeeded(env.replay(best.moves, reason)))
       m = env.measure();
     if (m && m->ok() && !m->pending)
-      current = rewardOf(*m);
+      current = rewardOf(startHash, *m);
     else
       env.reset(); // from the starting kernel after all
   }
@@ -299,8 +393,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     ++result.moves;
     Measurement m = env.measure();
     if (m.pending) {
-      result.error = "the RL agent needs its measurements at once; it "
-                     "cannot wait for a remote runner";
+      result.error = kNoRemote;
       return result;
     }
     if (!m.ok()) {
@@ -309,7 +402,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       result.finalSpeedup = 0;
       break;
     }
-    current = rewardOf(m);
+    current = rewardOf(startHash, m);
     noteBest();
     result.bestSpeedup = std::max(result.bestSpeedup, current);
     result.finalSpeedup = current;
@@ -320,16 +413,8 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       setNext(t, actions, options.maxNextActions, rng);
     }
     remember(std::move(t));
-    std::string error;
-    double loss = learn(error);
-    if (loss < 0) {
-      result.error = error;
+    if (!learnInto(result, lossSum, lossCount))
       return result;
-    }
-    if (replay.size() >= options.batchSize) {
-      lossSum += loss;
-      ++lossCount;
-    }
   }
   result.meanLoss = lossCount ? lossSum / lossCount : 0;
   result.evaluations = env.getEvaluationCount() - evaluationsBefore;

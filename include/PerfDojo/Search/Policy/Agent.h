@@ -140,6 +140,12 @@ public:
   /// Plays one episode on `env` (from its starting kernel), learning as it
   /// goes. `episode` (from 0) sets epsilon.
   EpisodeResult playEpisode(Environment &env, unsigned episode);
+  /// Plays `heuristic`'s program of env's starting kernel as an episode
+  /// (a demonstration, epsilon 0): the heuristic's moves one after another
+  /// from the starting kernel, each program measured and each move a
+  /// transition in the replay buffer with its reward, learning as it goes,
+  /// then stop. The episode is as long as the heuristic's sequence.
+  EpisodeResult playDemonstration(Environment &env, Strategy heuristic);
 
   /// The replay buffer and the features it refers to, as text (for
   /// checkpoints), and back.
@@ -151,6 +157,11 @@ public:
 private:
   double learn(std::string &error);
   void remember(QTransition transition);
+  /// learn() after a transition, adding its loss to `result`'s sums.
+  bool learnInto(EpisodeResult &result, double &lossSum, unsigned &lossCount);
+  /// The speedup of `m` over the starting kernel `startHash` (its first
+  /// time that ran is the constant c); 0 when `m` failed.
+  double rewardOf(StringRef startHash, const Measurement &m);
 
   Policy &policy;
   TrainingOptions options;
