@@ -4,7 +4,8 @@ and annealing, on suite kernels left out of its training.
 
     .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
         [--episodes 150] [--budgets 200,50] [--seeds 5,3] [--threads 2]
-        [--curves docs/images] [--reuse-policies]
+        [--curves docs/images] [--reuse-policies] [--reuse-runs]
+        [--demonstrate expert]
         [--methods random,anneal,rl-learned,rl-fixed,rl-fixed-static] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
@@ -21,7 +22,10 @@ and annealing, on suite kernels left out of its training.
 4. Prints Markdown tables: per kernel and budget, each method's best
    speedup over the naive kernel (mean and min-max over seeds) and its
    wall-clock time; the geometric mean over the held-out kernels; and the
-   training cost. Every pd-tune summary is kept in --out-dir.
+   training cost. Every pd-tune summary is kept in --out-dir, and every
+   run's result in rl_eval-BUDGETS.json there (--reuse-runs takes them
+   back, so that a later invocation adds methods, for example policies
+   trained with --demonstrate, to the same table and tuning databases).
 """
 
 import argparse
@@ -63,14 +67,21 @@ def emit(name, shape, folder):
     return path
 
 
+def policy_name(args, encoder):
+    return encoder if args.demonstrate == "none" else "%s-%s" % (
+        encoder, args.demonstrate)
+
+
 def train(args, encoder, kernels):
-    policy = os.path.join(args.out_dir, "policy-%s.pt" % encoder)
+    policy = os.path.join(args.out_dir, "policy-%s.pt" % policy_name(
+        args, encoder))
     for suffix in ("", ".replay", ".curve.csv", ".curve.svg"):
         if os.path.exists(policy + suffix):
             os.remove(policy + suffix)
     cmd = [os.path.join(args.build, "bin", "pd-train")] + kernels + [
         "--generated=%d" % args.generated, "--episodes=%d" % args.episodes,
         "--encoder=" + encoder, "--num-threads=%d" % args.threads,
+        "--demonstrate=" + args.demonstrate,
         "--db=" + os.path.join(args.out_dir, "train.db"), "--seed=1",
         "--quiet", "-o", policy]
     start = time.time()
@@ -114,9 +125,14 @@ def main():
     parser.add_argument("--seeds", default="5,3",
                         help="seeds per budget, in the order of --budgets")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--demonstrate", default="none",
+                        help="pd-train --demonstrate: none, or a heuristic "
+                        "(expert) whose programs of the training kernels "
+                        "are played as demonstrations; its policies are "
+                        "named rl-ENCODER-HEURISTIC")
     parser.add_argument("--methods",
                         default="random,anneal,rl-learned,rl-fixed",
-                        help="random, anneal, rl-ENCODER (the policy's "
+                        help="random, anneal, rl-POLICY (the policy's "
                         "sampler trusting the policy as far as it pays on "
                         "the kernel, the default) and rl-ENCODER-static "
                         "(--adaptive-explore=false: a fixed share of random "
@@ -125,6 +141,10 @@ def main():
                         help="play the policies an earlier run left in "
                         "--out-dir instead of training them again (to add "
                         "a budget)")
+    parser.add_argument("--reuse-runs", action="store_true",
+                        help="take the runs an earlier run of the same "
+                        "budgets recorded in --out-dir instead of running "
+                        "them again (to add methods to its table)")
     parser.add_argument("--curves", metavar="DIR",
                         help="copy each policy's learning curve (SVG) here, "
                         "as rl-curve-<encoder>.svg")
@@ -136,18 +156,25 @@ def main():
     held_out = [emit(n, s, kernels) for n, s in HELD_OUT.items()]
 
     policies, train_seconds = {}, {}
+    if args.reuse_policies:
+        # Every policy an earlier run left, with or without demonstrations.
+        for f in sorted(os.listdir(args.out_dir)):
+            if f.startswith("policy-") and f.endswith(".pt"):
+                policies["rl-" + f[len("policy-"):-3]] = os.path.join(
+                    args.out_dir, f)
     for encoder in ("learned", "fixed"):
-        existing = os.path.join(args.out_dir, "policy-%s.pt" % encoder)
+        name = policy_name(args, encoder)
+        existing = os.path.join(args.out_dir, "policy-%s.pt" % name)
         if args.reuse_policies and os.path.exists(existing):
-            policies["rl-" + encoder] = existing
+            policies["rl-" + name] = existing
             continue
         print("training the %s encoder ..." % encoder, file=sys.stderr)
-        policies["rl-" + encoder], train_seconds[encoder] = train(
+        policies["rl-" + name], train_seconds[name] = train(
             args, encoder, train_files)
         if args.curves:
-            shutil.copyfile(policies["rl-" + encoder] + ".curve.svg",
+            shutil.copyfile(policies["rl-" + name] + ".curve.svg",
                             os.path.join(args.curves,
-                                         "rl-curve-%s.svg" % encoder))
+                                         "rl-curve-%s.svg" % name))
 
     budgets = [int(b) for b in args.budgets.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -157,15 +184,28 @@ def main():
                 method.replace("-static", "") not in policies:
             parser.error("unknown method '%s'" % method)
     results = {}  # (kernel, budget, method) -> [(speedup, wall)]
+    saved = os.path.join(args.out_dir, "rl_eval-%s.json" % "-".join(
+        map(str, budgets)))
+    done = {}  # (kernel, budget, method, seed) -> (speedup, wall)
+    if args.reuse_runs and os.path.exists(saved):
+        for key, runs in json.load(open(saved)).get("runs", {}).items():
+            done[tuple(key.split("|"))] = runs
     for budget, count in zip(budgets, seeds):
         for kernel in held_out:
             name = os.path.basename(kernel)[:-3]
             for seed in range(1, count + 1):
                 for method in methods:
+                    key = (name, str(budget), method, str(seed))
+                    if key in done:
+                        r = tuple(done[key])
+                        results.setdefault((name, budget, method),
+                                           []).append(r)
+                        continue
                     r = tune(args, kernel, method,
                              policies.get(method.replace("-static", "")),
                              budget, seed)
                     if r:
+                        done[key] = r
                         results.setdefault((name, budget, method), []).append(r)
                         print("%s b=%d s=%d %s: %.2fx in %.0f s" %
                               (name, budget, seed, method, r[0], r[1]),
@@ -205,9 +245,8 @@ def main():
               args.out_dir)
     json.dump({"results": {"|".join(map(str, k)): v
                            for k, v in results.items()},
-               "train_seconds": train_seconds},
-              open(os.path.join(args.out_dir, "rl_eval-%s.json" % "-".join(
-                  map(str, budgets))), "w"), indent=1)
+               "runs": {"|".join(k): v for k, v in done.items()},
+               "train_seconds": train_seconds}, open(saved, "w"), indent=1)
 
 
 if __name__ == "__main__":
