@@ -258,18 +258,45 @@ bool Trainer::learnInto(EpisodeResult &result, double &lossSum,
   return true;
 }
 
+std::optional<Trainer::EpisodeStart>
+Trainer::startEpisode(Environment &env, EpisodeResult &result) {
+  env.reset();
+  EpisodeStart start{getTrainingTarget(env), env.getEvaluationCount(),
+                     env.getHash(), env.measure()};
+  if (start.measurement.pending) {
+    result.error = kNoRemote;
+    return std::nullopt;
+  }
+  return start;
+}
+
+std::optional<Measurement> Trainer::stepAndMeasure(Environment &env,
+                                                   StringRef move,
+                                                   EpisodeResult &result) {
+  std::string reason;
+  if (failed(env.step(move, reason))) {
+    result.error = ("the move " + move + " does not apply: " + reason).str();
+    return std::nullopt;
+  }
+  ++result.moves;
+  Measurement m = env.measure();
+  if (m.pending) {
+    result.error = kNoRemote;
+    return std::nullopt;
+  }
+  return m;
+}
+
 EpisodeResult Trainer::playDemonstration(Environment &env,
                                          Strategy heuristic) {
   EpisodeResult result;
-  env.reset();
-  TargetInfo target = getTrainingTarget(env);
-  unsigned evaluationsBefore = env.getEvaluationCount();
-  std::string startHash = env.getHash();
-  Measurement start = env.measure();
-  if (start.pending) {
-    result.error = kNoRemote;
+  std::optional<EpisodeStart> begin = startEpisode(env, result);
+  if (!begin)
     return result;
-  }
+  const TargetInfo &target = begin->target;
+  StringRef startHash = begin->hash;
+  Measurement start = begin->measurement;
+  unsigned evaluationsBefore = begin->evaluationsBefore;
   applyHeuristic(env, heuristic, target);
   std::vector<std::string> moves(env.getMoves().begin(), env.getMoves().end());
   env.reset();
@@ -280,18 +307,10 @@ EpisodeResult Trainer::playDemonstration(Environment &env,
   double lossSum = 0;
   unsigned lossCount = 0;
   for (const std::string &move : moves) {
-    std::string reason;
-    if (failed(env.step(move, reason))) {
-      result.error = "the heuristic's move " + move + " does not apply: " +
-                     reason;
+    std::optional<Measurement> measured = stepAndMeasure(env, move, result);
+    if (!measured)
       return result;
-    }
-    ++result.moves;
-    Measurement m = env.measure();
-    if (m.pending) {
-      result.error = kNoRemote;
-      return result;
-    }
+    const Measurement &m = *measured;
     StateActions next = listActions(env, target, features);
     QTransition t{actions.state, next.state, 0, true, nullptr, {}};
     if (!m.ok()) {
@@ -332,16 +351,13 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       std::min(1.0, double(episode) / std::max(options.epsilonEpisodes, 1u));
   result.epsilon = options.epsilonStart +
                    (options.epsilonEnd - options.epsilonStart) * progress;
-  env.reset();
-  TargetInfo target = getTrainingTarget(env);
-  unsigned evaluationsBefore = env.getEvaluationCount();
-  std::string startHash = env.getHash();
-  Measurement start = env.measure();
-  if (start.pending) {
-    result.error = kNoRemote;
+  std::optional<EpisodeStart> begin = startEpisode(env, result);
+  if (!begin)
     return result;
-  }
-  double current = rewardOf(startHash, start);
+  const TargetInfo &target = begin->target;
+  StringRef startHash = begin->hash;
+  unsigned evaluationsBefore = begin->evaluationsBefore;
+  double current = rewardOf(startHash, begin->measurement);
   Best &best = bestOf[startHash];
   std::uniform_real_distribution<double> coin(0, 1);
   if (!best.moves.empty() && coin(rng) < options.restartBest) {
@@ -385,17 +401,11 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       result.finalSpeedup = current;
       break;
     }
-    std::string reason;
-    if (failed(env.step(actions.moves[choice], reason))) {
-      result.error = "a listed move does not apply: " + reason;
+    std::optional<Measurement> measured =
+        stepAndMeasure(env, actions.moves[choice], result);
+    if (!measured)
       return result;
-    }
-    ++result.moves;
-    Measurement m = env.measure();
-    if (m.pending) {
-      result.error = kNoRemote;
-      return result;
-    }
+    const Measurement &m = *measured;
     if (!m.ok()) {
       // A failed check ends the episode without reward.
       remember(std::move(t));

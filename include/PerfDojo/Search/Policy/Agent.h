@@ -157,6 +157,22 @@ public:
 private:
   double learn(std::string &error);
   void remember(QTransition transition);
+  /// An episode's start: `env` reset to its starting kernel and measured.
+  struct EpisodeStart {
+    TargetInfo target;
+    unsigned evaluationsBefore;
+    std::string hash;
+    Measurement measurement;
+  };
+  /// None (with result.error set) when the measurement must wait for a
+  /// remote runner.
+  std::optional<EpisodeStart> startEpisode(Environment &env,
+                                           EpisodeResult &result);
+  /// Steps `env` by `move` and measures the program reached; none (with
+  /// result.error set) when the move does not apply or the measurement
+  /// would wait for a remote runner.
+  std::optional<Measurement> stepAndMeasure(Environment &env, StringRef move,
+                                            EpisodeResult &result);
   /// learn() after a transition, adding its loss to `result`'s sums.
   bool learnInto(EpisodeResult &result, double &lossSum, unsigned &lossCount);
   /// The speedup of `m` over the starting kernel `startHash` (its first
