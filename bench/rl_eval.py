@@ -100,8 +100,11 @@ def tune(args, kernel, method, policy, budget, seed):
            "--db=" + os.path.join(args.out_dir, name + ".db")]
     if method.startswith("rl"):
         cmd += ["--strategy=rl", "--policy=" + policy]
-        if method.endswith("-static"):
+        _, variants = split_method(method)
+        if "static" in variants:
             cmd += ["--adaptive-explore=false"]
+        if "value" in variants:
+            cmd += ["--policy-rank=value"]
     else:
         cmd += ["--strategy=" + method, "--start-from=naive"]
     start = time.time()
@@ -112,7 +115,24 @@ def tune(args, kernel, method, policy, budget, seed):
               file=sys.stderr)
         return None
     summary = json.load(open(out))
-    return summary["start_ms"] / summary["best_ms"], wall
+    # How often each source of the rl sampler's programs paid (ran 3 %
+    # faster than their parent): programs and faster, per source.
+    sources = [summary.get(k, {}).get(f, 0) for k in SOURCES
+               for f in ("programs", "faster")]
+    return summary["start_ms"] / summary["best_ms"], wall, sources
+
+
+VARIANTS = ("static", "value")
+SOURCES = ("policy_best", "policy_place", "random_draws")
+
+
+def split_method(method):
+    """rl-POLICY[-static][-value] -> (rl-POLICY, {variants})."""
+    parts = method.split("-")
+    variants = set()
+    while parts and parts[-1] in VARIANTS:
+        variants.add(parts.pop())
+    return "-".join(parts), variants
 
 
 def main():
@@ -134,9 +154,12 @@ def main():
                         default="random,anneal,rl-learned,rl-fixed",
                         help="random, anneal, rl-POLICY (the policy's "
                         "sampler trusting the policy as far as it pays on "
-                        "the kernel, the default) and rl-ENCODER-static "
-                        "(--adaptive-explore=false: a fixed share of random "
-                        "draws)")
+                        "the kernel, the default), with the suffixes "
+                        "-static (--adaptive-explore=false: a fixed share "
+                        "of random draws) and -value (--policy-rank=value: "
+                        "the policy's best by Q, not by its gain head)")
+    parser.add_argument("--encoders", default="learned,fixed",
+                        help="the policies to train (or reuse)")
     parser.add_argument("--reuse-policies", action="store_true",
                         help="play the policies an earlier run left in "
                         "--out-dir instead of training them again (to add "
@@ -162,7 +185,7 @@ def main():
             if f.startswith("policy-") and f.endswith(".pt"):
                 policies["rl-" + f[len("policy-"):-3]] = os.path.join(
                     args.out_dir, f)
-    for encoder in ("learned", "fixed"):
+    for encoder in args.encoders.split(","):
         name = policy_name(args, encoder)
         existing = os.path.join(args.out_dir, "policy-%s.pt" % name)
         if args.reuse_policies and os.path.exists(existing):
@@ -181,7 +204,7 @@ def main():
     methods = args.methods.split(",")
     for method in methods:
         if method not in ("random", "anneal") and \
-                method.replace("-static", "") not in policies:
+                split_method(method)[0] not in policies:
             parser.error("unknown method '%s'" % method)
     results = {}  # (kernel, budget, method) -> [(speedup, wall)]
     saved = os.path.join(args.out_dir, "rl_eval-%s.json" % "-".join(
@@ -202,7 +225,7 @@ def main():
                                            []).append(r)
                         continue
                     r = tune(args, kernel, method,
-                             policies.get(method.replace("-static", "")),
+                             policies.get(split_method(method)[0]),
                              budget, seed)
                     if r:
                         done[key] = r
@@ -235,6 +258,22 @@ def main():
         print("| geometric mean | " + " | ".join(
             "%.2fx" % math.exp(sum(v) / len(v)) if v else "-"
             for v in logs.values()) + " |\n")
+        # The rl sampler's sources: how often each one's programs paid.
+        for m in methods:
+            if not m.startswith("rl"):
+                continue
+            total = [0] * (2 * len(SOURCES))
+            for kernel in held_out:
+                name = os.path.basename(kernel)[:-3]
+                for r in results.get((name, budget, m), []):
+                    if len(r) > 2 and len(r[2]) == len(total):
+                        total = [a + b for a, b in zip(total, r[2])]
+            print("- %s, programs that ran 3 %% faster than their parent: " %
+                  m + ", ".join("%s %d of %d (%.0f %%)" % (
+                      source, total[2 * i + 1], total[2 * i],
+                      100.0 * total[2 * i + 1] / max(total[2 * i], 1))
+                      for i, source in enumerate(SOURCES)))
+        print()
     if train_seconds:
         print("Training: %d episodes on %d suite kernels and %d generated "
               "ones: " % (args.episodes, len(train_files), args.generated) +

@@ -7,6 +7,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -174,6 +175,57 @@ TEST(QNetworkTest, LearnsWhichActionPaysAndSavesWhatItLearned) {
   EXPECT_EQ(loaded->getConfig().embedding, 16u);
   EXPECT_EQ(loaded->evaluate(s, {&p.all[1], &p.all[2], &s}),
             net->evaluate(s, {&p.all[1], &p.all[2], &s}));
+  llvm::sys::fs::remove(path);
+}
+
+TEST(QNetworkTest, GainHeadRanksTheMovesThatPayAtOnce) {
+  if (!QNetwork::isAvailable())
+    GTEST_SKIP() << "no libtorch module in this build";
+  QNetworkConfig config;
+  config.buckets = 512;
+  config.embedding = 16;
+  config.hidden = 32;
+  config.learningRate = 3e-3;
+  std::string error;
+  std::unique_ptr<QNetwork> net = QNetwork::create(config, error);
+  ASSERT_TRUE(net) << error;
+  Programs p;
+  const ProgramFeatures &s = p.all[0];
+  // Both moves lead where the best reachable program pays 3 (Q cannot
+  // tell them apart), but the first doubles the speed at once and the
+  // second halves it: the gain head must rank them.
+  std::vector<QTransition> batch;
+  using Outcome = std::pair<const ProgramFeatures *, float>;
+  for (auto [after, gain] :
+       {Outcome{&p.all[1], std::log(2.0f)}, Outcome{&p.all[2], std::log(0.5f)},
+        Outcome{&s, NAN}}) {
+    QTransition t;
+    t.state = &s;
+    t.after = after;
+    t.reward = 3;
+    t.gain = gain;
+    batch.push_back(t);
+  }
+  for (int i = 0; i < 400; ++i)
+    ASSERT_GE(net->train(batch, error), 0) << error;
+  std::vector<float> g = net->predictGains(s, {&p.all[1], &p.all[2], &s});
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_NEAR(g[0], std::log(2.0f), 0.2);
+  EXPECT_NEAR(g[1], std::log(0.5f), 0.2);
+  EXPECT_EQ(g[2], 0.0f); // stop changes nothing, by construction
+  std::vector<float> q = net->evaluate(s, {&p.all[1], &p.all[2], &s});
+  EXPECT_NEAR(q[0], 3, 0.5);
+  EXPECT_NEAR(q[1], 3, 0.5);
+
+  // Saved and loaded: the same gains.
+  SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("policy", "pt", path));
+  ASSERT_TRUE(net->save(std::string(path), {}, error)) << error;
+  std::map<std::string, std::string> metadata;
+  std::unique_ptr<QNetwork> loaded =
+      QNetwork::load(std::string(path), metadata, error);
+  ASSERT_TRUE(loaded) << error;
+  EXPECT_EQ(loaded->predictGains(s, {&p.all[1], &p.all[2], &s}), g);
   llvm::sys::fs::remove(path);
 }
 

@@ -398,6 +398,7 @@ class Environment:
         horizon: int = 8,
         explore: float = 0.25,
         adaptive_explore: bool = True,
+        policy_rank: str = "gain",
         policy_updates: int = 0,
     ) -> SearchResult:
         """Runs a heuristic or a search (random, anneal) from the starting
@@ -413,8 +414,11 @@ class Environment:
         evaluations: its greedy rollout of `horizon` moves at most, then a
         sampler it guides, a share `explore` (0 to 1) of whose expansions
         are random, the others the policy's best or, with
-        `adaptive_explore`, either one by how often each has paid on this
-        kernel so far; `policy_updates` gradient steps after each measurement
+        `adaptive_explore`, the policy's best, its best place of a random
+        move, or a random draw, by how often each has paid on this kernel
+        so far; the policy's best by its gain head (`policy_rank=
+        "gain"`, the predicted speedup of the move) or by its Q-values
+        (`"value"`); `policy_updates` gradient steps after each measurement
         let the policy learn from the search's own measurements (0: as
         trained; the policy file is never written). Its network runs in the libtorch that
         PerfDojo was built with (Debian's), loaded into this process; with
@@ -431,7 +435,7 @@ class Environment:
         return self._core.search(
             strategy, budget, seed, time_budget, graph, generation, start_from, "cpu",
             confirm_rounds, policy, horizon, explore, adaptive_explore,
-            policy_updates,
+            policy_rank, policy_updates,
         )
 
 

@@ -614,7 +614,7 @@ public:
                         const std::string &startFrom, const std::string &target,
                         unsigned confirmRounds, const std::string &policy,
                         unsigned horizon, double explore, bool adaptiveExplore,
-                        unsigned policyUpdates) {
+                        const std::string &policyRank, unsigned policyUpdates) {
     if (!(explore >= 0 && explore <= 1)) {
       char text[64];
       std::snprintf(text, sizeof(text), "explore=%g", explore);
@@ -626,6 +626,13 @@ public:
     options.horizon = std::max(horizon, 1u);
     options.explore = explore;
     options.adaptiveExplore = adaptiveExplore;
+    if (policyRank == "gain")
+      options.policyRank = PolicyRank::Gain;
+    else if (policyRank == "value")
+      options.policyRank = PolicyRank::Value;
+    else
+      throw Error("unknown policy_rank '" + policyRank +
+                  "' (expected gain or value)");
     options.policyUpdates = policyUpdates;
     options.strategy = strategyNamed(strategy);
     options.startFrom = strategyNamed(startFrom);
@@ -899,7 +906,7 @@ NB_MODULE(_core, m) {
            nb::arg("graph"), nb::arg("generation"), nb::arg("start_from"),
            nb::arg("target"), nb::arg("confirm_rounds"), nb::arg("policy"),
            nb::arg("horizon"), nb::arg("explore"), nb::arg("adaptive_explore"),
-           nb::arg("policy_updates"));
+           nb::arg("policy_rank"), nb::arg("policy_updates"));
 
   nb::class_<PyMoveInfo>(m, "MoveInfo", "A move of the catalogue")
       .def_ro("name", &PyMoveInfo::name)

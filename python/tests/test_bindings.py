@@ -216,10 +216,15 @@ def test_rl_strategy(tmp_path, monkeypatch):
                        explore=1.0, policy_updates=2)
     assert tuned.best.ok and 1 <= tuned.evaluations <= 6
     assert policy.read_bytes() == before
-    # The policy's best only (--adaptive-explore=false --explore=0).
-    greedy = env.search("rl", policy=str(policy), budget=6, seed=1,
-                        explore=0.0, adaptive_explore=False)
-    assert greedy.best.ok and 1 <= greedy.evaluations <= 6
+    # The policy's best only (--adaptive-explore=false --explore=0), by
+    # its gain head (the default) and by its Q-values.
+    for rank in ("gain", "value"):
+        greedy = env.search("rl", policy=str(policy), budget=6, seed=1,
+                            explore=0.0, adaptive_explore=False,
+                            policy_rank=rank)
+        assert greedy.best.ok and 1 <= greedy.evaluations <= 6
+    with pytest.raises(perfdojo.Error, match="unknown policy_rank 'q'"):
+        env.search("rl", policy=str(policy), budget=4, policy_rank="q")
     with pytest.raises(perfdojo.Error, match="not a share between 0 and 1"):
         env.search("rl", policy=str(policy), budget=4, explore=1.5)
     with pytest.raises(perfdojo.Error, match="needs a policy file"):

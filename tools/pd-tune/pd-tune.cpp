@@ -66,10 +66,15 @@ static cl::opt<double>
                      "policy's best (0 to 1)"));
 static cl::opt<bool> adaptiveExplore(
     "adaptive-explore", cl::cat(tuneCategory), cl::init(true),
-    cl::desc("rl: outside the --explore share, measure the policy's best or "
-             "a random next program by how often each one's programs ran "
-             "faster than their parent so far (Thompson sampling); false: "
-             "always the policy's best"));
+    cl::desc("rl: outside the --explore share, measure the policy's best, "
+             "its best place of a random move, or a random next program, by "
+             "how often each one's programs ran faster than their parent so "
+             "far (Thompson sampling); false: always the policy's best"));
+static cl::opt<std::string> policyRank(
+    "policy-rank", cl::cat(tuneCategory), cl::init("gain"),
+    cl::desc("rl: the policy's best next program for the sampler: gain (its "
+             "predicted speedup of the move, the default) or value (its "
+             "Q-value: the best program reachable after the move)"));
 static cl::opt<unsigned> policyUpdates(
     "policy-updates", cl::cat(tuneCategory), cl::init(0),
     cl::desc("rl: gradient steps of the policy on the search's own "
@@ -331,6 +336,11 @@ static int runTool(int argc, char **argv) {
                  << "'; expected edges or sequences\n";
     return 1;
   }
+  if (policyRank != "gain" && policyRank != "value") {
+    llvm::errs() << "pd-tune: unknown --policy-rank '" << policyRank
+                 << "'; expected gain or value\n";
+    return 1;
+  }
   if (checkAgainst != "kernel" && checkAgainst != "interpreter") {
     llvm::errs() << "pd-tune: unknown --check-against '" << checkAgainst
                  << "'; expected kernel or interpreter\n";
@@ -443,6 +453,8 @@ static int runTool(int argc, char **argv) {
   options.horizon = horizon;
   options.explore = explore;
   options.adaptiveExplore = adaptiveExplore;
+  options.policyRank =
+      policyRank == "value" ? PolicyRank::Value : PolicyRank::Gain;
   options.policyUpdates = policyUpdates;
   bool heuristic = *strategy == Strategy::Naive ||
                    *strategy == Strategy::Greedy ||
@@ -477,14 +489,17 @@ static int runTool(int argc, char **argv) {
                  << llvm::format("%.4g", result.firstSeconds * 1e3)
                  << " ms)\n";
   if (*strategy == Strategy::RL) {
-    const PolicySearchSources::Count &fromPolicy = result.sources.counts[0],
-                                     &fromRandom = result.sources.counts[1];
-    if (fromPolicy.programs + fromRandom.programs)
+    const PolicySearchSources &s = result.sources;
+    if (s.policyBest.programs + s.policyPlace.programs + s.randomDraw.programs)
       llvm::errs() << "pd-tune: after the greedy rollout, "
-                   << fromPolicy.programs
-                   << " programs were the policy's best (" << fromPolicy.faster
-                   << " faster than their parent) and " << fromRandom.programs
-                   << " random draws (" << fromRandom.faster << " faster)\n";
+                   << s.policyBest.programs
+                   << " programs were the policy's best ("
+                   << s.policyBest.faster << " faster than their parent), "
+                   << s.policyPlace.programs
+                   << " its best place of a random move ("
+                   << s.policyPlace.faster << " faster), "
+                   << s.randomDraw.programs << " random draws ("
+                   << s.randomDraw.faster << " faster)\n";
   }
   if (!result.stoppedEarly.empty())
     llvm::errs() << "pd-tune: the search stopped after " << result.evaluations
@@ -648,8 +663,9 @@ static int runTool(int argc, char **argv) {
             return llvm::json::Object{{"programs", c.programs},
                                       {"faster", c.faster}};
           };
-          out["policy_best"] = count(result.sources.counts[0]);
-          out["random_draws"] = count(result.sources.counts[1]);
+          out["policy_best"] = count(result.sources.policyBest);
+          out["policy_place"] = count(result.sources.policyPlace);
+          out["random_draws"] = count(result.sources.randomDraw);
         }
         if (torch) {
           out["torch_ms"] = torch->first * 1e3;

@@ -243,6 +243,13 @@ double Trainer::rewardOf(StringRef startHash, const Measurement &m) {
   return c / m.seconds;
 }
 
+/// The gain head's target for a move from a program of reward `before`
+/// to one of reward `after`: the log of its speedup; NaN where either
+/// failed.
+static float gainOf(double before, double after) {
+  return before > 0 && after > 0 ? float(std::log(after / before)) : NAN;
+}
+
 bool Trainer::learnInto(EpisodeResult &result, double &lossSum,
                         unsigned &lossCount) {
   std::string error;
@@ -319,13 +326,12 @@ EpisodeResult Trainer::playDemonstration(Environment &env,
       result.finalSpeedup = 0;
       break;
     }
+    double before = current;
     current = rewardOf(startHash, m);
+    t.gain = gainOf(before, current);
     result.bestSpeedup = std::max(result.bestSpeedup, current);
     result.finalSpeedup = current;
-    if (current > best.speedup) {
-      best.speedup = current;
-      best.moves.assign(env.getMoves().begin(), env.getMoves().end());
-    }
+    best.note(current, env);
     t.reward = float(current);
     t.terminal = false;
     setNext(t, next, options.maxNextActions, rng);
@@ -371,13 +377,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
     else
       env.reset(); // from the starting kernel after all
   }
-  auto noteBest = [&] {
-    if (current > best.speedup) {
-      best.speedup = current;
-      best.moves.assign(env.getMoves().begin(), env.getMoves().end());
-    }
-  };
-  noteBest();
+  best.note(current, env);
   result.bestSpeedup = current;
   StateActions actions = listActions(env, target, features);
   double lossSum = 0;
@@ -412,8 +412,10 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
       result.finalSpeedup = 0;
       break;
     }
+    double before = current;
     current = rewardOf(startHash, m);
-    noteBest();
+    t.gain = gainOf(before, current);
+    best.note(current, env);
     result.bestSpeedup = std::max(result.bestSpeedup, current);
     result.finalSpeedup = current;
     t.reward = float(current);
@@ -433,7 +435,7 @@ EpisodeResult Trainer::playEpisode(Environment &env, unsigned episode) {
 
 // The replay file, one record per line:
 //   p <hash> <id>:<weight> ...                 a program's features
-//   t <state> <after> <reward> <terminal> <next|-> <after>,...
+//   t <state> <after> <reward> <gain|-> <terminal> <next|-> <after>,...
 //   b <kernel hash> <speedup> <move> ...      the fastest program met
 void Trainer::writeReplay(llvm::raw_ostream &os) const {
   llvm::DenseSet<const ProgramFeatures *> written;
@@ -452,8 +454,13 @@ void Trainer::writeReplay(llvm::raw_ostream &os) const {
     for (const ProgramFeatures *f : s.nextAfters)
       program(f);
     os << "t " << features.getHash(s.state) << " " << features.getHash(s.after)
-       << " " << llvm::format("%.9g", s.reward) << " " << int(s.terminal)
-       << " " << (s.next ? features.getHash(s.next) : StringRef("-")) << " ";
+       << " " << llvm::format("%.9g", s.reward) << " ";
+    if (std::isfinite(s.gain))
+      os << llvm::format("%.9g", s.gain);
+    else
+      os << "-";
+    os << " " << int(s.terminal) << " "
+       << (s.next ? features.getHash(s.next) : StringRef("-")) << " ";
     for (auto [i, f] : llvm::enumerate(s.nextAfters))
       os << (i ? "," : "") << features.getHash(f);
     os << "\n";
@@ -508,20 +515,29 @@ LogicalResult Trainer::readReplay(StringRef text, std::string &error) {
       bestOf[words[1]] = std::move(best);
       continue;
     }
-    if (words[0] != "t" || words.size() < 6)
+    if (words[0] != "t" || words.size() < 7)
       return bad("expected a program (p), transition (t) or best program "
                  "(b) record");
     auto find = [&](StringRef hash) { return features.lookup(hash); };
-    QTransition s{find(words[1]), find(words[2]), 0, words[4] == "1",
-             words[5] == "-" ? nullptr : find(words[5]), {}};
-    double reward;
-    if (!s.state || !s.after || (words[5] != "-" && !s.next))
+    QTransition s{find(words[1]),
+                  find(words[2]),
+                  0,
+                  words[5] == "1",
+                  words[6] == "-" ? nullptr : find(words[6]),
+                  {}};
+    double reward, gain;
+    if (!s.state || !s.after || (words[6] != "-" && !s.next))
       return bad("a transition names a program not recorded before it");
     if (words[3].getAsDouble(reward))
       return bad("malformed reward '" + words[3].str() + "'");
     s.reward = float(reward);
-    if (words.size() > 6)
-      for (StringRef hash : llvm::split(words[6], ',')) {
+    if (words[4] != "-") {
+      if (words[4].getAsDouble(gain))
+        return bad("malformed gain '" + words[4].str() + "'");
+      s.gain = float(gain);
+    }
+    if (words.size() > 7)
+      for (StringRef hash : llvm::split(words[7], ',')) {
         const ProgramFeatures *f = find(hash);
         if (!f)
           return bad("a transition names a program not recorded before it");
@@ -585,22 +601,31 @@ private:
   /// per program.
   struct Scored {
     StateActions actions;
-    std::vector<float> q;
+    /// Q and G of each action (stop last).
+    std::vector<float> q, gain;
     /// The network's version the values are from.
     unsigned version = 0;
   };
   const Scored &score();
   /// Measures one next program of `met[parent]` that this search has not
-  /// measured: the policy's best, or one drawn as --strategy=random draws
-  /// (a move name, then one of its places), as chooseSource says. Closes
-  /// the parent when there is none.
+  /// measured, from the source chooseSource says. Closes the parent when
+  /// there is none.
   void expand(size_t parent);
-  /// Where an expansion's program comes from. With probability
-  /// options.explore a random draw; otherwise, with
+  /// Where an expansion's program comes from: the policy's best of all
+  /// next programs; a move name drawn as --strategy=random draws it, then
+  /// the policy's best place of it; or a random draw of both. With
+  /// probability options.explore a random draw; otherwise, with
   /// options.adaptiveExplore, the source whose programs have paid more
-  /// often on this kernel (Thompson sampling over how many of each source's
-  /// programs ran faster than their parent), else the policy's best.
-  enum Source { PolicyBest = 0, RandomDraw = 1 };
+  /// often on this kernel (Thompson sampling over how many of each
+  /// source's programs ran faster than their parent), else the policy's
+  /// best.
+  enum Source { PolicyBest, PolicyPlace, RandomDraw };
+  static PolicySearchSources::Count &countOf(PolicySearchSources &sources,
+                                             Source source) {
+    return source == PolicyBest    ? sources.policyBest
+           : source == PolicyPlace ? sources.policyPlace
+                                   : sources.randomDraw;
+  }
   Source chooseSource();
 
   Environment &env;
@@ -612,8 +637,10 @@ private:
   std::chrono::steady_clock::time_point begin;
   SearchResult result;
   bool stopped = false;
-  /// Programs measured by this search: whether each runs correctly.
+  /// Programs measured by this search: whether each runs correctly; the
+  /// time of those that do.
   llvm::StringMap<bool> measured;
+  llvm::StringMap<double> secondsOf;
   /// The programs that ran correctly, in the order they were measured.
   std::vector<Node> met;
   /// The program the search starts from (the heuristic's).
@@ -656,9 +683,11 @@ bool PolicySearch::visit(const ProgramFeatures *from,
   }
   measured[hash] = m.ok();
   countCandidate(result, env.getMoves(), m, env, options, elapsed());
-  if (m.ok() && m.seconds > 0)
+  if (m.ok() && m.seconds > 0) {
     met.push_back({Sequence(env.getMoves().begin(), env.getMoves().end()),
                    m.seconds});
+    secondsOf[hash] = m.seconds;
+  }
   if (from && options.policyUpdates > 0)
     learn(from, after, m);
   return m.ok();
@@ -671,6 +700,8 @@ void PolicySearch::learn(const ProgramFeatures *from,
   if (m.ok() && m.seconds > 0 && scale > 0) {
     t.reward = float(scale / m.seconds);
     t.terminal = false;
+    double parent = secondsOf.lookup(features.getHash(from));
+    t.gain = parent > 0 ? gainOf(scale / parent, t.reward) : NAN;
     const Scored &next = score();
     setNext(t, next.actions, kNextActions, rng);
     // Stopping here earns the program's own reward.
@@ -702,6 +733,7 @@ const PolicySearch::Scored &PolicySearch::score() {
     std::vector<const ProgramFeatures *> choices = s.actions.afters;
     choices.push_back(s.actions.state);
     s.q = policy.getNetwork().evaluate(*s.actions.state, choices);
+    s.gain = policy.getNetwork().predictGains(*s.actions.state, choices);
     s.version = version;
   }
   return s;
@@ -739,22 +771,32 @@ void PolicySearch::expand(size_t parent) {
     met[parent].closed = true;
     return;
   }
-  size_t choice = open.front();
   Source source = chooseSource();
-  if (source == RandomDraw) {
+  std::vector<size_t> candidates = open;
+  if (source != PolicyBest) {
+    // A move name as --strategy=random draws it; its places.
     std::vector<std::string> named;
     for (size_t i : open)
       named.push_back(s.actions.moves[i]);
-    choice = open[drawLikeRandom(named, rng)];
-  } else {
-    for (size_t i : open)
-      if (s.q[i] > s.q[choice])
-        choice = i;
+    size_t drawn = drawLikeRandom(named, rng);
+    StringRef name = StringRef(named[drawn]).split('@').first;
+    if (source == RandomDraw)
+      candidates = {open[drawn]};
+    else
+      llvm::erase_if(candidates, [&](size_t i) {
+        return StringRef(s.actions.moves[i]).split('@').first != name;
+      });
   }
+  const std::vector<float> &rank =
+      options.policyRank == PolicyRank::Gain ? s.gain : s.q;
+  size_t choice = candidates.front();
+  for (size_t i : candidates)
+    if (rank[i] > rank[choice])
+      choice = i;
   const ProgramFeatures *from = s.actions.state;
   const ProgramFeatures *after = s.actions.afters[choice];
   double parentSeconds = met[parent].seconds;
-  PolicySearchSources::Count &count = result.sources.counts[source];
+  PolicySearchSources::Count &count = countOf(result.sources, source);
   ++count.programs;
   if (failed(env.step(s.actions.moves[choice], reason))) {
     measured[features.getHash(after)] = false;
@@ -775,12 +817,17 @@ PolicySearch::Source PolicySearch::chooseSource() {
     return PolicyBest;
   // Beta(1 + faster, 1 + not faster) for each source: a source starts at
   // even odds and is trusted as far as its programs pay on this kernel.
-  double odds[2];
-  for (Source source : {PolicyBest, RandomDraw}) {
-    const PolicySearchSources::Count &c = result.sources.counts[source];
-    odds[source] = drawBeta(1.0 + c.faster, 1.0 + (c.programs - c.faster), rng);
+  Source chosen = PolicyBest;
+  double best = -1;
+  for (Source source : {PolicyBest, PolicyPlace, RandomDraw}) {
+    const PolicySearchSources::Count &c = countOf(result.sources, source);
+    double odds = drawBeta(1.0 + c.faster, 1.0 + (c.programs - c.faster), rng);
+    if (odds > best) {
+      best = odds;
+      chosen = source;
+    }
   }
-  return odds[RandomDraw] > odds[PolicyBest] ? RandomDraw : PolicyBest;
+  return chosen;
 }
 
 SearchResult PolicySearch::run() {

@@ -149,6 +149,12 @@ QNetwork::evaluate(const ProgramFeatures &state,
   return impl->backend->evaluate(state, afters);
 }
 
+std::vector<float>
+QNetwork::predictGains(const ProgramFeatures &state,
+                       const std::vector<const ProgramFeatures *> &afters) {
+  return impl->backend->predictGains(state, afters);
+}
+
 double QNetwork::train(const std::vector<QTransition> &batch,
                        std::string &error) {
   return impl->backend->train(batch, config.gamma, error);

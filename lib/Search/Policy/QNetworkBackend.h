@@ -26,6 +26,9 @@ struct QNetworkBackend {
   virtual std::vector<float>
   evaluate(const ProgramFeatures &state,
            const std::vector<const ProgramFeatures *> &afters) = 0;
+  virtual std::vector<float>
+  predictGains(const ProgramFeatures &state,
+               const std::vector<const ProgramFeatures *> &afters) = 0;
   virtual double train(const std::vector<QTransition> &batch, double gamma,
                        std::string &error) = 0;
   virtual void syncTarget() = 0;

@@ -41,6 +41,11 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
           << graph << "' or start-from '" << startFrom << "'";
       return signalPassFailure();
     }
+    if (policyRank != "gain" && policyRank != "value") {
+      getOperation().emitError() << "pd-search: unknown policy-rank '"
+                                 << policyRank << "'; expected gain or value";
+      return signalPassFailure();
+    }
     if ((*chosen == Strategy::RL) != !policy.empty()) {
       getOperation().emitError()
           << "pd-search: " << (policy.empty()
@@ -103,6 +108,8 @@ struct SearchPass : public perfdojo::impl::SearchPassBase<SearchPass> {
     options.horizon = horizon;
     options.explore = explore;
     options.adaptiveExplore = adaptiveExplore;
+    options.policyRank =
+        policyRank == "value" ? PolicyRank::Value : PolicyRank::Gain;
     options.policyUpdates = policyUpdates;
     std::optional<TargetInfo> cpu = getCPUTarget(threads, vectorWidth);
     if (!cpu)

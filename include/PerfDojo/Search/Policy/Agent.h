@@ -192,6 +192,13 @@ private:
   struct Best {
     double speedup = 0;
     std::vector<std::string> moves;
+    /// Keeps `env`'s current program when its speedup is higher.
+    void note(double current, Environment &env) {
+      if (current > speedup) {
+        speedup = current;
+        moves.assign(env.getMoves().begin(), env.getMoves().end());
+      }
+    }
   };
   llvm::StringMap<Best> bestOf;
 };

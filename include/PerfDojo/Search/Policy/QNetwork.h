@@ -1,4 +1,5 @@
-//===- QNetwork.h - The agent's Q-function, a dueling network ----*- C++ -*-===//
+//===- QNetwork.h - The agent's Q-function, a dueling network ----*- C++
+//-*-===//
 //
 // Q(s, a) for a state s (a program) and an action a (a legal move, or stop)
 // as the paper's section 3 defines them: the action is the pair of the
@@ -17,7 +18,17 @@
 //   y = r                                         (terminal)
 //   y = max(r, gamma * Q_target(s', argmax_a' Q_online(s', a')))
 //
-// on Huber loss with Adam. libtorch (C++) runs it, on a CUDA device when
+// on Huber loss with Adam.
+//
+// Beside Q, a gain head predicts what one move does at once: G(s, a) =
+// g(E(s), E(s')) - g(E(s), E(s)), trained on the log of the speedup of the
+// program after the move over the program before it, log(T(s) / T(s')),
+// on every transition where both ran (so G(s, stop) = 0). Q values a move
+// by the best program reachable after it within the episode, which many
+// first moves share; G ranks the next programs of a measured one, which
+// is what the search's sampler asks (which next program to measure).
+//
+// libtorch (C++) runs it, on a CUDA device when
 // one is present, else on the CPU, in a module loaded on first use
 // (lib/Search/Policy/QNetworkBackend.h): nothing of libtorch shows here,
 // every libtorch error comes back as a string, and a tool that never uses
@@ -30,6 +41,7 @@
 #define PERFDOJO_SEARCH_POLICY_QNETWORK_H
 
 #include "PerfDojo/Search/Policy/Encoder.h"
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +49,10 @@
 
 namespace mlir {
 namespace perfdojo {
+
+/// The network's architecture, recorded in every policy file: a file of
+/// another architecture is refused with this name and its own.
+constexpr llvm::StringLiteral kNetworkVersion = "dueling-q+gain-v1";
 
 struct QNetworkConfig {
   /// "learned" (the table over the hashed tokens is trained) or "fixed"
@@ -63,6 +79,9 @@ struct QTransition {
   /// not terminal.
   const ProgramFeatures *next = nullptr;
   std::vector<const ProgramFeatures *> nextAfters;
+  /// log(T(state) / T(after)) when both ran (the gain head's target); NaN
+  /// where unknown (stop, a failed check).
+  float gain = NAN;
 };
 
 class QNetwork {
@@ -90,8 +109,13 @@ public:
   /// for stop), from the online network.
   std::vector<float> evaluate(const ProgramFeatures &state,
                               const std::vector<const ProgramFeatures *> &afters);
-  /// One gradient step on `batch`; returns the loss (negative with `error`
-  /// set on failure).
+  /// G(s, a) for each action: the predicted log speedup of its
+  /// after-program over `state` (0 for stop).
+  std::vector<float>
+  predictGains(const ProgramFeatures &state,
+               const std::vector<const ProgramFeatures *> &afters);
+  /// One gradient step on `batch` (Q and gain heads); returns the loss
+  /// (negative with `error` set on failure).
   double train(const std::vector<QTransition> &batch, std::string &error);
   /// Copies the online network into the target network.
   void syncTarget();

@@ -28,6 +28,12 @@ StringRef stringifyStrategy(Strategy strategy);
 
 enum class SearchGraph { Edges, Sequences };
 
+/// Strategy RL: how the guided sampler ranks the next programs of a
+/// measured one: by the policy's gain head (the predicted speedup of the
+/// move, the default) or by its Q-values (the best program reachable
+/// after the move).
+enum class PolicyRank { Gain, Value };
+
 /// What the heuristics know about the target.
 struct TargetInfo {
   /// A GPU (the GPU expert; GPU mappings and shared memory in searches)
@@ -99,11 +105,14 @@ struct SearchOptions {
   /// Strategy RL: after the greedy rollout, the share of expansions that
   /// measure a random next program whatever the policy says.
   double explore = 0.25;
-  /// Strategy RL: outside that share, choose between the policy's best and
-  /// a random next program by how often each one's programs have run
-  /// faster than their parent in this search (Thompson sampling); false:
-  /// always the policy's best.
+  /// Strategy RL: outside that share, choose among the policy's best, its
+  /// best place of a move name drawn at random, and a random next program,
+  /// by how often each one's programs have run faster than their parent in
+  /// this search (Thompson sampling); false: always the policy's best.
   bool adaptiveExplore = true;
+  /// Strategy RL: which of the policy's heads the sampler takes its best
+  /// next program by (the greedy rollout always follows Q).
+  PolicyRank policyRank = PolicyRank::Gain;
   /// Strategy RL: gradient steps of the policy on this search's own
   /// measurements after each one, so that the policy keeps learning on the
   /// kernel it tunes (the policy file is not changed); 0 plays the policy
@@ -122,14 +131,20 @@ struct SearchOptions {
   unsigned confirmPrograms = 4;
 };
 
-/// Strategy RL: where the guided sampler's programs came from (the
-/// policy's best, or a random draw) and how many of each ran faster than
-/// their parent program.
+/// Strategy RL: where the guided sampler's programs came from and how many
+/// of each ran faster than their parent program.
 struct PolicySearchSources {
   struct Count {
     unsigned programs = 0, faster = 0;
   };
-  Count counts[2]; // [0] the policy's best, [1] random draws
+  /// The policy's best next program of all.
+  Count policyBest;
+  /// A move name drawn as --strategy=random draws it, then the policy's
+  /// best place of that move.
+  Count policyPlace;
+  /// A move name, then one of its places, both drawn as --strategy=random
+  /// draws them.
+  Count randomDraw;
 };
 
 struct SearchResult {

@@ -42,8 +42,12 @@ def SearchPass : Pass<"pd-search", "::mlir::ModuleOp"> {
     Option<"explore", "explore", "double", "0.25",
            "rl: share of random expansions after the rollout (0 to 1)">,
     Option<"adaptiveExplore", "adaptive-explore", "bool", "true",
-           "rl: outside that share, the policy's best or a random draw by "
-           "how often each has paid on this kernel (false: the policy's)">,
+           "rl: outside that share, the policy's best, its best place of a "
+           "random move or a random draw, by how often each has paid on "
+           "this kernel (false: the policy's best)">,
+    Option<"policyRank", "policy-rank", "std::string", "\"gain\"",
+           "rl: the sampler's best next program by the policy's gain head "
+           "(gain) or its Q-values (value)">,
     Option<"policyUpdates", "policy-updates", "unsigned", "0",
            "rl: gradient steps on the search's own measurements after each "
            "(0: the policy as trained)">,

@@ -16,7 +16,8 @@ using namespace mlir;
 using namespace mlir::perfdojo;
 
 namespace {
-/// The network: embedding table, layer norm, value and advantage streams.
+/// The network: embedding table, layer norm, value and advantage streams,
+/// and the gain head.
 struct DuelingNet : torch::nn::Module {
   DuelingNet(const QNetworkConfig &config) {
     table = register_module(
@@ -40,11 +41,24 @@ struct DuelingNet : torch::nn::Module {
         "value", torch::nn::Sequential(torch::nn::Linear(d, h),
                                        torch::nn::ReLU(),
                                        torch::nn::Linear(h, 1)));
-    advantage = register_module(
-        "advantage",
-        torch::nn::Sequential(torch::nn::Linear(3 * d, h), torch::nn::ReLU(),
-                              torch::nn::Linear(h, h), torch::nn::ReLU(),
-                              torch::nn::Linear(h, 1)));
+    auto pairHead = [&] {
+      return torch::nn::Sequential(torch::nn::Linear(3 * d, h),
+                                   torch::nn::ReLU(), torch::nn::Linear(h, h),
+                                   torch::nn::ReLU(), torch::nn::Linear(h, 1));
+    };
+    advantage = register_module("advantage", pairHead());
+    gain = register_module("gain", pairHead());
+  }
+
+  /// A head over rows of (E(s), E(s')), measured from stop (E(s), E(s)).
+  static torch::Tensor fromStop(torch::nn::Sequential &head,
+                                const torch::Tensor &states,
+                                const torch::Tensor &afters) {
+    torch::Tensor a =
+        head->forward(torch::cat({states, afters, afters - states}, 1));
+    torch::Tensor stop = head->forward(
+        torch::cat({states, states, torch::zeros_like(states)}, 1));
+    return (a - stop).squeeze(1);
   }
 
   /// Embeddings of bags given as flat ids/weights with offsets.
@@ -55,17 +69,18 @@ struct DuelingNet : torch::nn::Module {
 
   /// Q for rows of (E(s), E(s')).
   torch::Tensor q(const torch::Tensor &states, const torch::Tensor &afters) {
-    torch::Tensor v = value->forward(states).squeeze(1);
-    torch::Tensor a = advantage->forward(
-        torch::cat({states, afters, afters - states}, 1));
-    torch::Tensor stop = advantage->forward(
-        torch::cat({states, states, torch::zeros_like(states)}, 1));
-    return v + (a - stop).squeeze(1);
+    return value->forward(states).squeeze(1) +
+           fromStop(advantage, states, afters);
+  }
+
+  /// G, the predicted log speedup, for rows of (E(s), E(s')).
+  torch::Tensor g(const torch::Tensor &states, const torch::Tensor &afters) {
+    return fromStop(gain, states, afters);
   }
 
   torch::nn::EmbeddingBag table{nullptr};
   torch::nn::LayerNorm norm{nullptr};
-  torch::nn::Sequential value{nullptr}, advantage{nullptr};
+  torch::nn::Sequential value{nullptr}, advantage{nullptr}, gain{nullptr};
 };
 
 /// Programs of one call, each embedded once.
@@ -112,6 +127,7 @@ static std::string firstLine(const std::exception &e) {
 
 static void writeConfig(torch::serialize::OutputArchive &archive,
                         const QNetworkConfig &config) {
+  archive.write("config/network", c10::IValue(kNetworkVersion.str()));
   archive.write("config/encoder", c10::IValue(config.encoder));
   archive.write("config/buckets", c10::IValue(int64_t(config.buckets)));
   archive.write("config/embedding", c10::IValue(int64_t(config.embedding)));
@@ -181,7 +197,14 @@ public:
 
   std::vector<float>
   evaluate(const ProgramFeatures &state,
-           const std::vector<const ProgramFeatures *> &afters) override;
+           const std::vector<const ProgramFeatures *> &afters) override {
+    return apply(state, afters, &DuelingNet::q);
+  }
+  std::vector<float>
+  predictGains(const ProgramFeatures &state,
+               const std::vector<const ProgramFeatures *> &afters) override {
+    return apply(state, afters, &DuelingNet::g);
+  }
   double train(const std::vector<QTransition> &batch, double gamma,
                std::string &error) override;
   bool save(const std::string &path, const QNetworkConfig &config,
@@ -192,6 +215,14 @@ public:
   }
 
 private:
+  /// One of the network's heads, without gradients, for (state, after)
+  /// rows.
+  std::vector<float>
+  apply(const ProgramFeatures &state,
+        const std::vector<const ProgramFeatures *> &afters,
+        torch::Tensor (DuelingNet::*head)(const torch::Tensor &,
+                                          const torch::Tensor &));
+
   torch::Device device;
   std::shared_ptr<DuelingNet> online, target;
   torch::optim::Adam optimizer;
@@ -222,6 +253,16 @@ public:
       torch::set_num_threads(1);
       torch::serialize::InputArchive archive;
       archive.load_from(path);
+      c10::IValue recorded;
+      std::string version = archive.try_read("config/network", recorded)
+                                ? recorded.toStringRef()
+                                : "dueling-q (no gain head)";
+      if (version != kNetworkVersion) {
+        error = "the policy '" + path + "' holds the network '" + version +
+                "'; this build has '" + kNetworkVersion.str() +
+                "': train it again";
+        return nullptr;
+      }
       config = readConfig(archive);
       c10::IValue keys;
       archive.read("meta/keys", keys);
@@ -276,8 +317,10 @@ bool TorchQNetwork::save(const std::string &path, const QNetworkConfig &config,
 }
 
 std::vector<float>
-TorchQNetwork::evaluate(const ProgramFeatures &state,
-                        const std::vector<const ProgramFeatures *> &afters) {
+TorchQNetwork::apply(const ProgramFeatures &state,
+                     const std::vector<const ProgramFeatures *> &afters,
+                     torch::Tensor (DuelingNet::*head)(const torch::Tensor &,
+                                                       const torch::Tensor &)) {
   if (afters.empty())
     return {};
   torch::NoGradGuard noGrad;
@@ -289,12 +332,12 @@ TorchQNetwork::evaluate(const ProgramFeatures &state,
     afterRows.push_back(bags.add(after));
   }
   torch::Tensor embedded = bags.embed(*online, device);
-  torch::Tensor q = online->q(
+  torch::Tensor values = ((*online).*head)(
       embedded.index_select(0, indexTensor(stateRows, device)),
       embedded.index_select(0, indexTensor(afterRows, device)));
-  q = q.to(torch::kCPU).contiguous();
-  return std::vector<float>(q.data_ptr<float>(),
-                            q.data_ptr<float>() + q.numel());
+  values = values.to(torch::kCPU).contiguous();
+  return std::vector<float>(values.data_ptr<float>(),
+                            values.data_ptr<float>() + values.numel());
 }
 
 double TorchQNetwork::train(const std::vector<QTransition> &batch,
@@ -302,7 +345,7 @@ double TorchQNetwork::train(const std::vector<QTransition> &batch,
   if (batch.empty())
     return 0;
   try {
-        // The max-Bellman targets, without gradients.
+    // The max-Bellman targets, without gradients.
     std::vector<float> targets(batch.size());
     {
       torch::NoGradGuard noGrad;
@@ -361,11 +404,27 @@ double TorchQNetwork::train(const std::vector<QTransition> &batch,
       afterRows.push_back(bags.add(t.after));
     }
     torch::Tensor embedded = bags.embed(*online, device);
-    torch::Tensor q = online->q(
-        embedded.index_select(0, indexTensor(stateRows, device)),
-        embedded.index_select(0, indexTensor(afterRows, device)));
+    torch::Tensor states =
+        embedded.index_select(0, indexTensor(stateRows, device));
+    torch::Tensor afters =
+        embedded.index_select(0, indexTensor(afterRows, device));
+    torch::Tensor q = online->q(states, afters);
     torch::Tensor y = torch::tensor(targets).to(device);
     torch::Tensor loss = torch::smooth_l1_loss(q, y);
+    // The gain head, on the moves whose programs both ran.
+    std::vector<int64_t> gainRows;
+    std::vector<float> gains;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (std::isfinite(batch[i].gain) && batch[i].after != batch[i].state) {
+        gainRows.push_back(int64_t(i));
+        gains.push_back(batch[i].gain);
+      }
+    if (!gainRows.empty()) {
+      torch::Tensor rows = indexTensor(gainRows, device);
+      torch::Tensor g =
+          online->g(states.index_select(0, rows), afters.index_select(0, rows));
+      loss = loss + torch::smooth_l1_loss(g, torch::tensor(gains).to(device));
+    }
     optimizer.zero_grad();
     loss.backward();
     torch::nn::utils::clip_grad_norm_(online->parameters(), 10.0);
