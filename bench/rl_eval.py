@@ -5,8 +5,8 @@ and annealing, on suite kernels left out of its training.
     .venv/bin/python bench/rl_eval.py [--build build] [--out-dir DIR]
         [--episodes 150] [--budgets 200,50] [--seeds 5,3] [--threads 2]
         [--curves docs/images] [--reuse-policies] [--reuse-runs]
-        [--demonstrate expert]
-        [--methods random,anneal,rl-learned,rl-fixed,rl-fixed-static] > table.md
+        [--demonstrate expert] [--encoders learned,fixed]
+        [--methods random,anneal,rl-learned,rl-fixed,rl-fixed-value] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
    so that a budget of evaluations runs in minutes on this machine): a
@@ -21,8 +21,10 @@ and annealing, on suite kernels left out of its training.
    program is timed once and every method sees the same time for it.
 4. Prints Markdown tables: per kernel and budget, each method's best
    speedup over the naive kernel (mean and min-max over seeds) and its
-   wall-clock time; the geometric mean over the held-out kernels; and the
-   training cost. Every pd-tune summary is kept in --out-dir, and every
+   wall-clock time; the geometric mean over the held-out kernels; how
+   often the programs of each source of the rl sampler (the policy's best,
+   its best place of a random move, a random draw) ran 3 % faster than
+   their parent; and the training cost. Every pd-tune summary is kept in --out-dir, and every
    run's result in rl_eval-BUDGETS.json there (--reuse-runs takes them
    back, so that a later invocation adds methods, for example policies
    trained with --demonstrate, to the same table and tuning databases).

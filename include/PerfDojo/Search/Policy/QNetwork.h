@@ -21,9 +21,12 @@
 // on Huber loss with Adam.
 //
 // Beside Q, a gain head predicts what one move does at once: G(s, a) =
-// g(E(s), E(s')) - g(E(s), E(s)), trained on the log of the speedup of the
-// program after the move over the program before it, log(T(s) / T(s')),
-// on every transition where both ran (so G(s, stop) = 0). Q values a move
+// g(E(s), E(s'), D(s, s')) - g(E(s), E(s), D(s, s)), D the embedding of the
+// move's change of token counts (normalized on its own: a move changes a
+// few of a program's hundreds of tokens), trained on the log of the
+// speedup of the program after the move over the program before it,
+// log(T(s) / T(s')), on every transition where both ran (so G(s, stop) =
+// 0). Q values a move
 // by the best program reachable after it within the episode, which many
 // first moves share; G ranks the next programs of a measured one, which
 // is what the search's sampler asks (which next program to measure).
@@ -52,7 +55,7 @@ namespace perfdojo {
 
 /// The network's architecture, recorded in every policy file: a file of
 /// another architecture is refused with this name and its own.
-constexpr llvm::StringLiteral kNetworkVersion = "dueling-q+gain-v1";
+constexpr llvm::StringLiteral kNetworkVersion = "dueling-q+gain-v2";
 
 struct QNetworkConfig {
   /// "learned" (the table over the hashed tokens is trained) or "fixed"

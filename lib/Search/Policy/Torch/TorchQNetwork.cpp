@@ -17,7 +17,8 @@ using namespace mlir::perfdojo;
 
 namespace {
 /// The network: embedding table, layer norm, value and advantage streams,
-/// and the gain head.
+/// and the gain head, which also sees the embedding of the move's change
+/// of token counts.
 struct DuelingNet : torch::nn::Module {
   DuelingNet(const QNetworkConfig &config) {
     table = register_module(
@@ -41,24 +42,18 @@ struct DuelingNet : torch::nn::Module {
         "value", torch::nn::Sequential(torch::nn::Linear(d, h),
                                        torch::nn::ReLU(),
                                        torch::nn::Linear(h, 1)));
-    auto pairHead = [&] {
-      return torch::nn::Sequential(torch::nn::Linear(3 * d, h),
-                                   torch::nn::ReLU(), torch::nn::Linear(h, h),
-                                   torch::nn::ReLU(), torch::nn::Linear(h, 1));
-    };
-    advantage = register_module("advantage", pairHead());
-    gain = register_module("gain", pairHead());
-  }
-
-  /// A head over rows of (E(s), E(s')), measured from stop (E(s), E(s)).
-  static torch::Tensor fromStop(torch::nn::Sequential &head,
-                                const torch::Tensor &states,
-                                const torch::Tensor &afters) {
-    torch::Tensor a =
-        head->forward(torch::cat({states, afters, afters - states}, 1));
-    torch::Tensor stop = head->forward(
-        torch::cat({states, states, torch::zeros_like(states)}, 1));
-    return (a - stop).squeeze(1);
+    advantage = register_module(
+        "advantage",
+        torch::nn::Sequential(torch::nn::Linear(3 * d, h), torch::nn::ReLU(),
+                              torch::nn::Linear(h, h), torch::nn::ReLU(),
+                              torch::nn::Linear(h, 1)));
+    deltaNorm = register_module(
+        "delta_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    gain = register_module(
+        "gain",
+        torch::nn::Sequential(torch::nn::Linear(4 * d, h), torch::nn::ReLU(),
+                              torch::nn::Linear(h, h), torch::nn::ReLU(),
+                              torch::nn::Linear(h, 1)));
   }
 
   /// Embeddings of bags given as flat ids/weights with offsets.
@@ -69,17 +64,63 @@ struct DuelingNet : torch::nn::Module {
 
   /// Q for rows of (E(s), E(s')).
   torch::Tensor q(const torch::Tensor &states, const torch::Tensor &afters) {
-    return value->forward(states).squeeze(1) +
-           fromStop(advantage, states, afters);
+    torch::Tensor v = value->forward(states).squeeze(1);
+    torch::Tensor a =
+        advantage->forward(torch::cat({states, afters, afters - states}, 1));
+    torch::Tensor stop = advantage->forward(
+        torch::cat({states, states, torch::zeros_like(states)}, 1));
+    return v + (a - stop).squeeze(1);
   }
 
-  /// G, the predicted log speedup, for rows of (E(s), E(s')).
-  torch::Tensor g(const torch::Tensor &states, const torch::Tensor &afters) {
-    return fromStop(gain, states, afters);
+  /// The embedding of a move's change of token counts, w(s') - w(s), as
+  /// flat ids/weights with offsets, normalized on its own: E(s') - E(s) is
+  /// the difference of two normalized bags of hundreds of tokens, in which
+  /// the few tokens a move changes are a small part; here they are all.
+  /// The gain head reads the table and E without training them (detached):
+  /// it learns on top of Q's embedding and leaves Q's training as it is.
+  torch::Tensor embedDelta(const torch::Tensor &ids,
+                           const torch::Tensor &offsets,
+                           const torch::Tensor &weights) {
+    return deltaNorm(table(ids, offsets, weights).detach());
+  }
+
+  /// G, the predicted log speedup, for rows of (E(s), E(s'), D(s, s')),
+  /// measured from stop (no change: D of an empty change).
+  torch::Tensor g(const torch::Tensor &embeddedStates,
+                  const torch::Tensor &embeddedAfters,
+                  const torch::Tensor &deltas) {
+    torch::Tensor states = embeddedStates.detach();
+    torch::Tensor afters = embeddedAfters.detach();
+    torch::Tensor a =
+        gain->forward(torch::cat({states, afters, afters - states, deltas}, 1));
+    torch::Tensor none = deltaNorm(torch::zeros_like(deltas));
+    torch::Tensor stop = gain->forward(
+        torch::cat({states, states, torch::zeros_like(states), none}, 1));
+    return (a - stop).squeeze(1);
+  }
+
+  /// The parameters of Q (the embedding with them) and of the gain head:
+  /// their gradients are clipped apart, so that neither head's steps shrink
+  /// when the other's gradients are large.
+  std::vector<torch::Tensor> qParameters() {
+    std::vector<torch::Tensor> all;
+    for (torch::nn::Module *m : std::initializer_list<torch::nn::Module *>{
+             table.get(), norm.get(), value.get(), advantage.get()})
+      for (const torch::Tensor &p : m->parameters())
+        all.push_back(p);
+    return all;
+  }
+  std::vector<torch::Tensor> gainParameters() {
+    std::vector<torch::Tensor> all;
+    for (torch::nn::Module *m : std::initializer_list<torch::nn::Module *>{
+             deltaNorm.get(), gain.get()})
+      for (const torch::Tensor &p : m->parameters())
+        all.push_back(p);
+    return all;
   }
 
   torch::nn::EmbeddingBag table{nullptr};
-  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::LayerNorm norm{nullptr}, deltaNorm{nullptr};
   torch::nn::Sequential value{nullptr}, advantage{nullptr}, gain{nullptr};
 };
 
@@ -109,6 +150,46 @@ struct Bags {
     torch::Tensor offsetT = torch::tensor(offsets, longs).to(device);
     torch::Tensor weightT = torch::tensor(weights).to(device);
     return net.embed(idT, offsetT, weightT);
+  }
+};
+
+/// The changes of token counts of (before, after) pairs, as flat
+/// ids/weights with offsets for the embedding table. Both bags list their
+/// ids in increasing order (featurizeProgram's, and the replay file's).
+struct Deltas {
+  std::vector<int64_t> ids, offsets;
+  std::vector<float> weights;
+
+  void add(const ProgramFeatures &before, const ProgramFeatures &after) {
+    offsets.push_back(ids.size());
+    size_t i = 0, j = 0;
+    auto push = [&](int64_t id, float weight) {
+      if (weight != 0) {
+        ids.push_back(id);
+        weights.push_back(weight);
+      }
+    };
+    while (i < before.ids.size() || j < after.ids.size()) {
+      if (j == after.ids.size() ||
+          (i < before.ids.size() && before.ids[i] < after.ids[j])) {
+        push(before.ids[i], -before.weights[i]);
+        ++i;
+      } else if (i == before.ids.size() || after.ids[j] < before.ids[i]) {
+        push(after.ids[j], after.weights[j]);
+        ++j;
+      } else {
+        push(after.ids[j], after.weights[j] - before.weights[i]);
+        ++i;
+        ++j;
+      }
+    }
+  }
+
+  torch::Tensor embed(DuelingNet &net, const torch::Device &device) const {
+    auto longs = torch::TensorOptions().dtype(torch::kLong);
+    return net.embedDelta(torch::tensor(ids, longs).to(device),
+                          torch::tensor(offsets, longs).to(device),
+                          torch::tensor(weights).to(device));
   }
 };
 
@@ -198,12 +279,12 @@ public:
   std::vector<float>
   evaluate(const ProgramFeatures &state,
            const std::vector<const ProgramFeatures *> &afters) override {
-    return apply(state, afters, &DuelingNet::q);
+    return apply(state, afters, /*gains=*/false);
   }
   std::vector<float>
   predictGains(const ProgramFeatures &state,
                const std::vector<const ProgramFeatures *> &afters) override {
-    return apply(state, afters, &DuelingNet::g);
+    return apply(state, afters, /*gains=*/true);
   }
   double train(const std::vector<QTransition> &batch, double gamma,
                std::string &error) override;
@@ -215,13 +296,11 @@ public:
   }
 
 private:
-  /// One of the network's heads, without gradients, for (state, after)
-  /// rows.
-  std::vector<float>
-  apply(const ProgramFeatures &state,
-        const std::vector<const ProgramFeatures *> &afters,
-        torch::Tensor (DuelingNet::*head)(const torch::Tensor &,
-                                          const torch::Tensor &));
+  /// Q (or with `gains`, G) of the online network, without gradients, for
+  /// (state, after) rows.
+  std::vector<float> apply(const ProgramFeatures &state,
+                           const std::vector<const ProgramFeatures *> &afters,
+                           bool gains);
 
   torch::Device device;
   std::shared_ptr<DuelingNet> online, target;
@@ -253,11 +332,15 @@ public:
       torch::set_num_threads(1);
       torch::serialize::InputArchive archive;
       archive.load_from(path);
+      // A policy of an older network records no network, but its
+      // configuration; a file with neither is no policy (readConfig says).
       c10::IValue recorded;
-      std::string version = archive.try_read("config/network", recorded)
-                                ? recorded.toStringRef()
-                                : "dueling-q (no gain head)";
-      if (version != kNetworkVersion) {
+      std::string version;
+      if (archive.try_read("config/network", recorded))
+        version = recorded.toStringRef();
+      else if (archive.try_read("config/encoder", recorded))
+        version = "dueling-q (before the gain head)";
+      if (!version.empty() && version != kNetworkVersion) {
         error = "the policy '" + path + "' holds the network '" + version +
                 "'; this build has '" + kNetworkVersion.str() +
                 "': train it again";
@@ -319,22 +402,28 @@ bool TorchQNetwork::save(const std::string &path, const QNetworkConfig &config,
 std::vector<float>
 TorchQNetwork::apply(const ProgramFeatures &state,
                      const std::vector<const ProgramFeatures *> &afters,
-                     torch::Tensor (DuelingNet::*head)(const torch::Tensor &,
-                                                       const torch::Tensor &)) {
+                     bool gains) {
   if (afters.empty())
     return {};
   torch::NoGradGuard noGrad;
   Bags bags;
+  Deltas deltas;
   int64_t s = bags.add(&state);
   std::vector<int64_t> stateRows, afterRows;
   for (const ProgramFeatures *after : afters) {
     stateRows.push_back(s);
     afterRows.push_back(bags.add(after));
+    if (gains)
+      deltas.add(state, *after);
   }
   torch::Tensor embedded = bags.embed(*online, device);
-  torch::Tensor values = ((*online).*head)(
-      embedded.index_select(0, indexTensor(stateRows, device)),
-      embedded.index_select(0, indexTensor(afterRows, device)));
+  torch::Tensor states =
+      embedded.index_select(0, indexTensor(stateRows, device));
+  torch::Tensor afterRowsT =
+      embedded.index_select(0, indexTensor(afterRows, device));
+  torch::Tensor values =
+      gains ? online->g(states, afterRowsT, deltas.embed(*online, device))
+            : online->q(states, afterRowsT);
   values = values.to(torch::kCPU).contiguous();
   return std::vector<float>(values.data_ptr<float>(),
                             values.data_ptr<float>() + values.numel());
@@ -414,20 +503,24 @@ double TorchQNetwork::train(const std::vector<QTransition> &batch,
     // The gain head, on the moves whose programs both ran.
     std::vector<int64_t> gainRows;
     std::vector<float> gains;
+    Deltas deltas;
     for (size_t i = 0; i < batch.size(); ++i)
       if (std::isfinite(batch[i].gain) && batch[i].after != batch[i].state) {
         gainRows.push_back(int64_t(i));
         gains.push_back(batch[i].gain);
+        deltas.add(*batch[i].state, *batch[i].after);
       }
     if (!gainRows.empty()) {
       torch::Tensor rows = indexTensor(gainRows, device);
       torch::Tensor g =
-          online->g(states.index_select(0, rows), afters.index_select(0, rows));
+          online->g(states.index_select(0, rows), afters.index_select(0, rows),
+                    deltas.embed(*online, device));
       loss = loss + torch::smooth_l1_loss(g, torch::tensor(gains).to(device));
     }
     optimizer.zero_grad();
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(online->parameters(), 10.0);
+    torch::nn::utils::clip_grad_norm_(online->qParameters(), 10.0);
+    torch::nn::utils::clip_grad_norm_(online->gainParameters(), 10.0);
     optimizer.step();
     return loss.item<double>();
   } catch (const std::exception &e) {
