@@ -111,14 +111,20 @@ struct Programs {
   }
 };
 
-TEST(QNetworkTest, LearnsWhichActionPaysAndSavesWhatItLearned) {
-  if (!QNetwork::isAvailable())
-    GTEST_SKIP() << "no libtorch module in this build";
+/// A small network that learns fast, for the tests below.
+QNetworkConfig smallConfig() {
   QNetworkConfig config;
   config.buckets = 512;
   config.embedding = 16;
   config.hidden = 32;
   config.learningRate = 3e-3;
+  return config;
+}
+
+TEST(QNetworkTest, LearnsWhichActionPaysAndSavesWhatItLearned) {
+  if (!QNetwork::isAvailable())
+    GTEST_SKIP() << "no libtorch module in this build";
+  QNetworkConfig config = smallConfig();
   std::string error;
   std::unique_ptr<QNetwork> net = QNetwork::create(config, error);
   ASSERT_TRUE(net) << error;
@@ -181,11 +187,7 @@ TEST(QNetworkTest, LearnsWhichActionPaysAndSavesWhatItLearned) {
 TEST(QNetworkTest, GainHeadRanksTheMovesThatPayAtOnce) {
   if (!QNetwork::isAvailable())
     GTEST_SKIP() << "no libtorch module in this build";
-  QNetworkConfig config;
-  config.buckets = 512;
-  config.embedding = 16;
-  config.hidden = 32;
-  config.learningRate = 3e-3;
+  QNetworkConfig config = smallConfig();
   std::string error;
   std::unique_ptr<QNetwork> net = QNetwork::create(config, error);
   ASSERT_TRUE(net) << error;
