@@ -601,7 +601,8 @@ private:
   /// per program.
   struct Scored {
     StateActions actions;
-    /// Q and G of each action (stop last).
+    /// Q and G of each action (stop last); G only when the search ranks
+    /// by it.
     std::vector<float> q, gain;
     /// The network's version the values are from.
     unsigned version = 0;
@@ -637,10 +638,10 @@ private:
   std::chrono::steady_clock::time_point begin;
   SearchResult result;
   bool stopped = false;
-  /// Programs measured by this search: whether each runs correctly; the
-  /// time of those that do.
-  llvm::StringMap<bool> measured;
-  llvm::StringMap<double> secondsOf;
+  /// Programs measured by this search: the time of each that runs
+  /// correctly (0 where it has none), kFailed for the others.
+  static constexpr double kFailed = -1;
+  llvm::StringMap<double> measured;
   /// The programs that ran correctly, in the order they were measured.
   std::vector<Node> met;
   /// The program the search starts from (the heuristic's).
@@ -672,7 +673,7 @@ bool PolicySearch::visit(const ProgramFeatures *from,
                          const ProgramFeatures *after) {
   std::string hash = env.getHash();
   if (auto it = measured.find(hash); it != measured.end())
-    return it->second;
+    return it->second != kFailed;
   Measurement m = env.measure();
   if (m.pending) {
     result.error = "the RL policy needs its measurements at once; it "
@@ -681,12 +682,11 @@ bool PolicySearch::visit(const ProgramFeatures *from,
     stopped = true;
     return false;
   }
-  measured[hash] = m.ok();
+  measured[hash] = !m.ok() ? kFailed : std::max(m.seconds, 0.0);
   countCandidate(result, env.getMoves(), m, env, options, elapsed());
   if (m.ok() && m.seconds > 0) {
-    met.push_back({Sequence(env.getMoves().begin(), env.getMoves().end()),
-                   m.seconds});
-    secondsOf[hash] = m.seconds;
+    met.push_back(
+        {Sequence(env.getMoves().begin(), env.getMoves().end()), m.seconds});
   }
   if (from && options.policyUpdates > 0)
     learn(from, after, m);
@@ -700,7 +700,7 @@ void PolicySearch::learn(const ProgramFeatures *from,
   if (m.ok() && m.seconds > 0 && scale > 0) {
     t.reward = float(scale / m.seconds);
     t.terminal = false;
-    double parent = secondsOf.lookup(features.getHash(from));
+    double parent = measured.lookup(features.getHash(from));
     t.gain = parent > 0 ? gainOf(scale / parent, t.reward) : NAN;
     const Scored &next = score();
     setNext(t, next.actions, kNextActions, rng);
@@ -732,8 +732,9 @@ const PolicySearch::Scored &PolicySearch::score() {
   if (inserted || s.version != version) {
     std::vector<const ProgramFeatures *> choices = s.actions.afters;
     choices.push_back(s.actions.state);
-    s.q = policy.getNetwork().evaluate(*s.actions.state, choices);
-    s.gain = policy.getNetwork().predictGains(*s.actions.state, choices);
+    s.q = policy.getNetwork().evaluate(
+        *s.actions.state, choices,
+        options.policyRank == PolicyRank::Gain ? &s.gain : nullptr);
     s.version = version;
   }
   return s;
@@ -799,7 +800,7 @@ void PolicySearch::expand(size_t parent) {
   PolicySearchSources::Count &count = countOf(result.sources, source);
   ++count.programs;
   if (failed(env.step(s.actions.moves[choice], reason))) {
-    measured[features.getHash(after)] = false;
+    measured[features.getHash(after)] = kFailed;
     return;
   }
   size_t before = met.size();

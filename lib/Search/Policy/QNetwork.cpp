@@ -145,14 +145,9 @@ bool QNetwork::save(const std::string &path,
 
 std::vector<float>
 QNetwork::evaluate(const ProgramFeatures &state,
-                   const std::vector<const ProgramFeatures *> &afters) {
-  return impl->backend->evaluate(state, afters);
-}
-
-std::vector<float>
-QNetwork::predictGains(const ProgramFeatures &state,
-                       const std::vector<const ProgramFeatures *> &afters) {
-  return impl->backend->predictGains(state, afters);
+                   const std::vector<const ProgramFeatures *> &afters,
+                   std::vector<float> *gains) {
+  return impl->backend->evaluate(state, afters, gains);
 }
 
 double QNetwork::train(const std::vector<QTransition> &batch,

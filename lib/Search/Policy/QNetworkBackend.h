@@ -23,12 +23,11 @@ namespace perfdojo {
 /// One network (online and target, optimizer) in the module.
 struct QNetworkBackend {
   virtual ~QNetworkBackend() {}
+  /// Q of each action and, with `gains`, G (QNetwork::evaluate's).
   virtual std::vector<float>
   evaluate(const ProgramFeatures &state,
-           const std::vector<const ProgramFeatures *> &afters) = 0;
-  virtual std::vector<float>
-  predictGains(const ProgramFeatures &state,
-               const std::vector<const ProgramFeatures *> &afters) = 0;
+           const std::vector<const ProgramFeatures *> &afters,
+           std::vector<float> *gains) = 0;
   virtual double train(const std::vector<QTransition> &batch, double gamma,
                        std::string &error) = 0;
   virtual void syncTarget() = 0;

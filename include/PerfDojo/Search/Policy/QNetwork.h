@@ -109,14 +109,13 @@ public:
             std::string &error) const;
 
   /// Q(s, a) for each action, given by its after-program (`state` itself
-  /// for stop), from the online network.
-  std::vector<float> evaluate(const ProgramFeatures &state,
-                              const std::vector<const ProgramFeatures *> &afters);
-  /// G(s, a) for each action: the predicted log speedup of its
-  /// after-program over `state` (0 for stop).
+  /// for stop), from the online network. With `gains`, also G(s, a) into
+  /// it: the predicted log speedup of each after-program over `state` (0
+  /// for stop), from the same embeddings.
   std::vector<float>
-  predictGains(const ProgramFeatures &state,
-               const std::vector<const ProgramFeatures *> &afters);
+  evaluate(const ProgramFeatures &state,
+           const std::vector<const ProgramFeatures *> &afters,
+           std::vector<float> *gains = nullptr);
   /// One gradient step on `batch` (Q and gain heads); returns the loss
   /// (negative with `error` set on failure).
   double train(const std::vector<QTransition> &batch, std::string &error);

@@ -16,6 +16,23 @@ using namespace mlir;
 using namespace mlir::perfdojo;
 
 namespace {
+/// Bags of tokens as the embedding table takes them: flat ids and weights,
+/// with the offset of each bag.
+struct FlatBags {
+  std::vector<int64_t> ids, offsets;
+  std::vector<float> weights;
+
+  struct Tensors {
+    torch::Tensor ids, offsets, weights;
+  };
+  Tensors on(const torch::Device &device) const {
+    auto longs = torch::TensorOptions().dtype(torch::kLong);
+    return {torch::tensor(ids, longs).to(device),
+            torch::tensor(offsets, longs).to(device),
+            torch::tensor(weights).to(device)};
+  }
+};
+
 /// The network: embedding table, layer norm, value and advantage streams,
 /// and the gain head, which also sees the embedding of the move's change
 /// of token counts.
@@ -56,10 +73,9 @@ struct DuelingNet : torch::nn::Module {
                               torch::nn::Linear(h, 1)));
   }
 
-  /// Embeddings of bags given as flat ids/weights with offsets.
-  torch::Tensor embed(const torch::Tensor &ids, const torch::Tensor &offsets,
-                      const torch::Tensor &weights) {
-    return norm(table(ids, offsets, weights));
+  /// Embeddings of bags of tokens.
+  torch::Tensor embed(const FlatBags::Tensors &bags) {
+    return norm(table(bags.ids, bags.offsets, bags.weights));
   }
 
   /// Q for rows of (E(s), E(s')).
@@ -72,16 +88,15 @@ struct DuelingNet : torch::nn::Module {
     return v + (a - stop).squeeze(1);
   }
 
-  /// The embedding of a move's change of token counts, w(s') - w(s), as
-  /// flat ids/weights with offsets, normalized on its own: E(s') - E(s) is
+  /// The embedding of a move's change of token counts, w(s') - w(s),
+  /// normalized on its own: E(s') - E(s) is
   /// the difference of two normalized bags of hundreds of tokens, in which
   /// the few tokens a move changes are a small part; here they are all.
   /// The gain head reads the table and E without training them (detached):
   /// it learns on top of Q's embedding and leaves Q's training as it is.
-  torch::Tensor embedDelta(const torch::Tensor &ids,
-                           const torch::Tensor &offsets,
-                           const torch::Tensor &weights) {
-    return deltaNorm(table(ids, offsets, weights).detach());
+  torch::Tensor embedDelta(const FlatBags::Tensors &deltas) {
+    return deltaNorm(
+        table(deltas.ids, deltas.offsets, deltas.weights).detach());
   }
 
   /// G, the predicted log speedup, for rows of (E(s), E(s'), D(s, s')),
@@ -137,29 +152,22 @@ struct Bags {
   }
 
   torch::Tensor embed(DuelingNet &net, const torch::Device &device) const {
-    std::vector<int64_t> ids, offsets;
-    std::vector<float> weights;
+    FlatBags flat;
     for (const ProgramFeatures *features : programs) {
-      offsets.push_back(ids.size());
-      ids.insert(ids.end(), features->ids.begin(), features->ids.end());
-      weights.insert(weights.end(), features->weights.begin(),
-                     features->weights.end());
+      flat.offsets.push_back(flat.ids.size());
+      flat.ids.insert(flat.ids.end(), features->ids.begin(),
+                      features->ids.end());
+      flat.weights.insert(flat.weights.end(), features->weights.begin(),
+                          features->weights.end());
     }
-    auto longs = torch::TensorOptions().dtype(torch::kLong);
-    torch::Tensor idT = torch::tensor(ids, longs).to(device);
-    torch::Tensor offsetT = torch::tensor(offsets, longs).to(device);
-    torch::Tensor weightT = torch::tensor(weights).to(device);
-    return net.embed(idT, offsetT, weightT);
+    return net.embed(flat.on(device));
   }
 };
 
 /// The changes of token counts of (before, after) pairs, as flat
 /// ids/weights with offsets for the embedding table. Both bags list their
 /// ids in increasing order (featurizeProgram's, and the replay file's).
-struct Deltas {
-  std::vector<int64_t> ids, offsets;
-  std::vector<float> weights;
-
+struct Deltas : FlatBags {
   void add(const ProgramFeatures &before, const ProgramFeatures &after) {
     offsets.push_back(ids.size());
     size_t i = 0, j = 0;
@@ -186,10 +194,7 @@ struct Deltas {
   }
 
   torch::Tensor embed(DuelingNet &net, const torch::Device &device) const {
-    auto longs = torch::TensorOptions().dtype(torch::kLong);
-    return net.embedDelta(torch::tensor(ids, longs).to(device),
-                          torch::tensor(offsets, longs).to(device),
-                          torch::tensor(weights).to(device));
+    return net.embedDelta(on(device));
   }
 };
 
@@ -278,14 +283,8 @@ public:
 
   std::vector<float>
   evaluate(const ProgramFeatures &state,
-           const std::vector<const ProgramFeatures *> &afters) override {
-    return apply(state, afters, /*gains=*/false);
-  }
-  std::vector<float>
-  predictGains(const ProgramFeatures &state,
-               const std::vector<const ProgramFeatures *> &afters) override {
-    return apply(state, afters, /*gains=*/true);
-  }
+           const std::vector<const ProgramFeatures *> &afters,
+           std::vector<float> *gains) override;
   double train(const std::vector<QTransition> &batch, double gamma,
                std::string &error) override;
   bool save(const std::string &path, const QNetworkConfig &config,
@@ -296,12 +295,6 @@ public:
   }
 
 private:
-  /// Q (or with `gains`, G) of the online network, without gradients, for
-  /// (state, after) rows.
-  std::vector<float> apply(const ProgramFeatures &state,
-                           const std::vector<const ProgramFeatures *> &afters,
-                           bool gains);
-
   torch::Device device;
   std::shared_ptr<DuelingNet> online, target;
   torch::optim::Adam optimizer;
@@ -400,9 +393,11 @@ bool TorchQNetwork::save(const std::string &path, const QNetworkConfig &config,
 }
 
 std::vector<float>
-TorchQNetwork::apply(const ProgramFeatures &state,
-                     const std::vector<const ProgramFeatures *> &afters,
-                     bool gains) {
+TorchQNetwork::evaluate(const ProgramFeatures &state,
+                        const std::vector<const ProgramFeatures *> &afters,
+                        std::vector<float> *gains) {
+  if (gains)
+    gains->clear();
   if (afters.empty())
     return {};
   torch::NoGradGuard noGrad;
@@ -421,12 +416,15 @@ TorchQNetwork::apply(const ProgramFeatures &state,
       embedded.index_select(0, indexTensor(stateRows, device));
   torch::Tensor afterRowsT =
       embedded.index_select(0, indexTensor(afterRows, device));
-  torch::Tensor values =
-      gains ? online->g(states, afterRowsT, deltas.embed(*online, device))
-            : online->q(states, afterRowsT);
-  values = values.to(torch::kCPU).contiguous();
-  return std::vector<float>(values.data_ptr<float>(),
-                            values.data_ptr<float>() + values.numel());
+  auto toVector = [](torch::Tensor values) {
+    values = values.to(torch::kCPU).contiguous();
+    return std::vector<float>(values.data_ptr<float>(),
+                              values.data_ptr<float>() + values.numel());
+  };
+  if (gains)
+    *gains =
+        toVector(online->g(states, afterRowsT, deltas.embed(*online, device)));
+  return toVector(online->q(states, afterRowsT));
 }
 
 double TorchQNetwork::train(const std::vector<QTransition> &batch,
