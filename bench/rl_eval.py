@@ -6,6 +6,7 @@ and annealing, on suite kernels left out of its training.
         [--episodes 150] [--budgets 200,50] [--seeds 5,3] [--threads 2]
         [--curves docs/images] [--reuse-policies] [--reuse-runs]
         [--demonstrate expert] [--encoders learned,fixed]
+        [--train-seeds 1,2] [--first-seed 6]
         [--methods random,anneal,rl-learned,rl-fixed,rl-fixed-value] > table.md
 
 1. Writes the suite kernels at medium shapes (fractions of a millisecond,
@@ -13,8 +14,9 @@ and annealing, on suite kernels left out of its training.
    training set and a held-out set (kernels/suite.py emit --shape).
 2. Trains two policies with pd-train on the training set plus random
    kernels of the generator: the learned token encoder and the fixed one
-   (a random projection), the same episodes, seed and options; records the
-   wall-clock time of training.
+   (a random projection), the same episodes, seed and options (with
+   --train-seeds, one policy per training seed: policy-ENCODER-tN for seed
+   N other than 1); records the wall-clock time of training.
 3. For each held-out kernel, budget and seed, runs pd-tune from the naive
    program: --strategy=random and anneal (--start-from=naive) and rl with
    each policy. All runs of one kernel share one tuning database, so a
@@ -69,14 +71,15 @@ def emit(name, shape, folder):
     return path
 
 
-def policy_name(args, encoder):
-    return encoder if args.demonstrate == "none" else "%s-%s" % (
+def policy_name(args, encoder, train_seed=1):
+    name = encoder if args.demonstrate == "none" else "%s-%s" % (
         encoder, args.demonstrate)
+    return name if train_seed == 1 else "%s-t%d" % (name, train_seed)
 
 
-def train(args, encoder, kernels):
+def train(args, encoder, train_seed, kernels):
     policy = os.path.join(args.out_dir, "policy-%s.pt" % policy_name(
-        args, encoder))
+        args, encoder, train_seed))
     for suffix in ("", ".replay", ".curve.csv", ".curve.svg"):
         if os.path.exists(policy + suffix):
             os.remove(policy + suffix)
@@ -84,7 +87,7 @@ def train(args, encoder, kernels):
         "--generated=%d" % args.generated, "--episodes=%d" % args.episodes,
         "--encoder=" + encoder, "--num-threads=%d" % args.threads,
         "--demonstrate=" + args.demonstrate,
-        "--db=" + os.path.join(args.out_dir, "train.db"), "--seed=1",
+        "--db=" + os.path.join(args.out_dir, "train.db"), "--seed=%d" % train_seed,
         "--quiet", "-o", policy]
     start = time.time()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -146,6 +149,12 @@ def main():
     parser.add_argument("--budgets", default="200,50")
     parser.add_argument("--seeds", default="5,3",
                         help="seeds per budget, in the order of --budgets")
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="the search seeds are FIRST, FIRST+1, ... (to "
+                        "confirm a result on seeds it was not chosen on)")
+    parser.add_argument("--train-seeds", default="1",
+                        help="pd-train seeds: one policy per encoder and "
+                        "seed, policy-ENCODER-tN for seed N other than 1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--demonstrate", default="none",
                         help="pd-train --demonstrate: none, or a heuristic "
@@ -187,15 +196,17 @@ def main():
             if f.startswith("policy-") and f.endswith(".pt"):
                 policies["rl-" + f[len("policy-"):-3]] = os.path.join(
                     args.out_dir, f)
-    for encoder in args.encoders.split(","):
-        name = policy_name(args, encoder)
+    for encoder, train_seed in [(e, int(t))
+                                for e in args.encoders.split(",")
+                                for t in args.train_seeds.split(",")]:
+        name = policy_name(args, encoder, train_seed)
         existing = os.path.join(args.out_dir, "policy-%s.pt" % name)
         if args.reuse_policies and os.path.exists(existing):
             policies["rl-" + name] = existing
             continue
-        print("training the %s encoder ..." % encoder, file=sys.stderr)
+        print("training %s ..." % name, file=sys.stderr)
         policies["rl-" + name], train_seconds[name] = train(
-            args, encoder, train_files)
+            args, encoder, train_seed, train_files)
         if args.curves:
             shutil.copyfile(policies["rl-" + name] + ".curve.svg",
                             os.path.join(args.curves,
@@ -218,7 +229,7 @@ def main():
     for budget, count in zip(budgets, seeds):
         for kernel in held_out:
             name = os.path.basename(kernel)[:-3]
-            for seed in range(1, count + 1):
+            for seed in range(args.first_seed, args.first_seed + count):
                 for method in methods:
                     key = (name, str(budget), method, str(seed))
                     if key in done:
@@ -239,7 +250,8 @@ def main():
     print("Best speedup over the naive kernel (mean, and min-max over seeds), "
           "from the naive program, %d threads.\n" % args.threads)
     for budget, count in zip(budgets, seeds):
-        print("Budget %d evaluations, %d seeds:\n" % (budget, count))
+        print("Budget %d evaluations, %d seeds (%d-%d):\n" % (
+            budget, count, args.first_seed, args.first_seed + count - 1))
         print("| kernel | " + " | ".join(methods) + " |")
         print("|---|" + "---|" * len(methods))
         logs = {m: [] for m in methods}
@@ -279,7 +291,7 @@ def main():
     if train_seconds:
         print("Training: %d episodes on %d suite kernels and %d generated "
               "ones: " % (args.episodes, len(train_files), args.generated) +
-              ", ".join("%s encoder %.0f s" % (e, s)
+              ", ".join("%s %.0f s" % (e, s)
                         for e, s in train_seconds.items()) + ".")
     else:
         print("The policies of an earlier run in %s were played." %
