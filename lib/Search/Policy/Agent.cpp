@@ -684,10 +684,9 @@ bool PolicySearch::visit(const ProgramFeatures *from,
   }
   measured[hash] = !m.ok() ? kFailed : std::max(m.seconds, 0.0);
   countCandidate(result, env.getMoves(), m, env, options, elapsed());
-  if (m.ok() && m.seconds > 0) {
+  if (m.ok() && m.seconds > 0)
     met.push_back(
         {Sequence(env.getMoves().begin(), env.getMoves().end()), m.seconds});
-  }
   if (from && options.policyUpdates > 0)
     learn(from, after, m);
   return m.ok();

@@ -78,20 +78,35 @@ struct DuelingNet : torch::nn::Module {
     return norm(table(bags.ids, bags.offsets, bags.weights));
   }
 
+  /// A head over rows of (E(s), E(s'), E(s') - E(s)), and `extra` where
+  /// given, measured from stop: the same head over (E(s), E(s), 0), and
+  /// `stopExtra`.
+  static torch::Tensor fromStop(torch::nn::Sequential &head,
+                                const torch::Tensor &states,
+                                const torch::Tensor &afters,
+                                const torch::Tensor &extra = {},
+                                const torch::Tensor &stopExtra = {}) {
+    std::vector<torch::Tensor> rows{states, afters, afters - states};
+    std::vector<torch::Tensor> stops{states, states, torch::zeros_like(states)};
+    if (extra.defined()) {
+      rows.push_back(extra);
+      stops.push_back(stopExtra);
+    }
+    return (head->forward(torch::cat(rows, 1)) -
+            head->forward(torch::cat(stops, 1)))
+        .squeeze(1);
+  }
+
   /// Q for rows of (E(s), E(s')).
   torch::Tensor q(const torch::Tensor &states, const torch::Tensor &afters) {
-    torch::Tensor v = value->forward(states).squeeze(1);
-    torch::Tensor a =
-        advantage->forward(torch::cat({states, afters, afters - states}, 1));
-    torch::Tensor stop = advantage->forward(
-        torch::cat({states, states, torch::zeros_like(states)}, 1));
-    return v + (a - stop).squeeze(1);
+    return value->forward(states).squeeze(1) +
+           fromStop(advantage, states, afters);
   }
 
   /// The embedding of a move's change of token counts, w(s') - w(s),
-  /// normalized on its own: E(s') - E(s) is
-  /// the difference of two normalized bags of hundreds of tokens, in which
-  /// the few tokens a move changes are a small part; here they are all.
+  /// normalized on its own: E(s') - E(s) is the difference of two
+  /// normalized bags of hundreds of tokens, in which the few tokens a move
+  /// changes are a small part; here they are all.
   /// The gain head reads the table and E without training them (detached):
   /// it learns on top of Q's embedding and leaves Q's training as it is.
   torch::Tensor embedDelta(const FlatBags::Tensors &deltas) {
@@ -101,17 +116,10 @@ struct DuelingNet : torch::nn::Module {
 
   /// G, the predicted log speedup, for rows of (E(s), E(s'), D(s, s')),
   /// measured from stop (no change: D of an empty change).
-  torch::Tensor g(const torch::Tensor &embeddedStates,
-                  const torch::Tensor &embeddedAfters,
+  torch::Tensor g(const torch::Tensor &states, const torch::Tensor &afters,
                   const torch::Tensor &deltas) {
-    torch::Tensor states = embeddedStates.detach();
-    torch::Tensor afters = embeddedAfters.detach();
-    torch::Tensor a =
-        gain->forward(torch::cat({states, afters, afters - states, deltas}, 1));
-    torch::Tensor none = deltaNorm(torch::zeros_like(deltas));
-    torch::Tensor stop = gain->forward(
-        torch::cat({states, states, torch::zeros_like(states), none}, 1));
-    return (a - stop).squeeze(1);
+    return fromStop(gain, states.detach(), afters.detach(), deltas,
+                    deltaNorm(torch::zeros_like(deltas)));
   }
 
   /// The parameters of Q (the embedding with them) and of the gain head:
