@@ -1230,8 +1230,15 @@ public:
       int64_t vectorsPerRow = p->columns ? p->columns.getSize() : 1;
       TileChoice tile = chooseTile(*p, vectorsPerRow, accumulators, cols);
       // columns -> (columns / C) x C, the outer part above the reduction.
-      if (p->columns && tile.columns > 1 && tile.columns < vectorsPerRow &&
-          apply(TileScopeOp::make(scopeLoc(p->op, k + 1), tile.columns)) &&
+      // A two-scope tile of one vector takes the columns above the
+      // reduction whole (a convolution's 31 vectors of 16 lanes, which no
+      // C > 1 divides, would otherwise be unrolled into 248 accumulators);
+      // a one-scope tile then unrolls them all where its rows allow
+      // (rowTile below).
+      if (p->columns && tile.columns < vectorsPerRow &&
+          (tile.columns > 1 || tile.rows2Depth) &&
+          (tile.columns == 1 ||
+           apply(TileScopeOp::make(scopeLoc(p->op, k + 1), tile.columns))) &&
           apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), k))))
         raiseAboveReductions(id, k);
       std::optional<Product> q = findProductAt(id);
