@@ -112,10 +112,15 @@ def tvm_tune(args):
     import tvm
     from tvm.s_tir import meta_schedule as ms
     _, mod = tvm_module(args, tvm)
+    # The builder's default limit (30 s a candidate) let the one trial of
+    # add's one-schedule space fail on a busy host (2026-11-28), leaving no
+    # schedule at all; a build's time is not what is measured, so it gets
+    # more.
     ms.tune_tir(mod, tvm_target(tvm, args.threads),
                 work_dir=os.path.join(args.work, "tvm"),
                 max_trials_global=args.trials, num_trials_per_iter=16,
-                num_tuning_cores=args.threads, seed=args.seed)
+                num_tuning_cores=args.threads, seed=args.seed,
+                builder=ms.builder.LocalBuilder(timeout_sec=180.0))
     say({"tuned": True})
 
 
