@@ -1007,6 +1007,10 @@ public:
     /// A second row scope of a two-scope tile, and its rows per tile.
     std::optional<unsigned> rows2Depth;
     int64_t rows2 = 0;
+    /// The vectors of columns that the tiles cover when C does not divide
+    /// them all (28 of 31 in tiles of 4): the rest are peeled off into a
+    /// product of their own. 0 when C divides them.
+    int64_t covered = 0;
   };
 
   /// The operands of product `p` that are read as vectors (their last
@@ -1072,7 +1076,11 @@ public:
   }
 
   /// Chooses the register tile of product `p` (before any of its moves):
-  /// C vectors of columns, a divisor of `vectorsPerRow`, by R rows of one
+  /// C vectors of columns, a divisor of `vectorsPerRow` or, for a one-scope
+  /// tile, a C whose tiles cover only part of them (the rest is peeled off
+  /// into a product of its own; taken only where the model finds it
+  /// strictly better: 31 vectors get tiles of 4 and 3 peeled, not 1), by R
+  /// rows of one
   /// row scope (rowTile), the pair that a model of today's x86 cores runs
   /// fastest per k step: R x C fused multiply-adds, two per cycle; two
   /// loads per cycle, the vector loads (C when the vector-loaded operand
@@ -1120,9 +1128,10 @@ public:
       if (usesVariable(forms, s.getDepth()) &&
           !forms.back().coeff(s.getDepth()) && s.getMapping() == Mapping::seq)
         rowScopes.push_back(s);
-    // Score: modelled efficiency, tile size, one row scope, C == cols, R.
-    using Score = std::tuple<double, int64_t, bool, bool, int64_t>;
-    Score best{0, 0, false, false, 0};
+    // Score: modelled efficiency, no peeled columns, tile size, one row
+    // scope, C == cols, R.
+    using Score = std::tuple<double, bool, int64_t, bool, bool, int64_t>;
+    Score best{0, false, 0, false, false, 0};
     bool bestTwo = false;
     auto consider = [&](int64_t c, ArrayRef<std::pair<ScopeOp, int64_t>> rows) {
       double fmas = double(c), vectors = double(c), broadcasts = 1;
@@ -1135,13 +1144,19 @@ public:
           broadcasts *= double(r);
       }
       double cycles = std::max({fmas / 2, (vectors + broadcasts) / 2, 4.0});
-      Score score{std::round(fmas / 2 / cycles * 1000) / 1000, int64_t(fmas),
-                  rows.size() == 1, c == cols, rows.front().second};
+      bool whole = vectorsPerRow % c == 0;
+      Score score{std::round(fmas / 2 / cycles * 1000) / 1000,
+                  whole,
+                  int64_t(fmas),
+                  rows.size() == 1,
+                  c == cols,
+                  rows.front().second};
       if (score <= best)
         return;
       best = score;
       bestTwo = rows.size() == 2;
       choice.columns = c;
+      choice.covered = whole ? 0 : vectorsPerRow - vectorsPerRow % c;
       choice.rowsDepth = ScopeOp(rows.front().first).getDepth();
       choice.rows = rows.front().second;
       choice.rows2Depth = std::nullopt;
@@ -1152,8 +1167,20 @@ public:
       }
     };
     for (int64_t c = 1; c <= vectorsPerRow && c <= accumulators; ++c) {
-      if (vectorsPerRow % c)
+      // A C that does not divide the vectors tiles the largest multiple
+      // of it below them (the rest is peeled off), with rows of one scope
+      // that the vector-loaded operand does not use, so that each loaded
+      // vector serves all of them (matmul's, not a depthwise
+      // convolution's, where 4 rows x 3 vectors ran 2x slower than its 13
+      // vectors of one row).
+      if (vectorsPerRow % c) {
+        if (p.columns)
+          for (ScopeOp s : rowScopes)
+            if (!usedBy(loaded, s.getDepth()))
+              if (int64_t r = rowTile(s.getSize(), c, accumulators))
+                consider(c, {{s, r}});
         continue;
+      }
       if (p.columns)
         for (ScopeOp s : rowScopes)
           if (int64_t r = rowTile(s.getSize(), c, accumulators))
@@ -1229,6 +1256,26 @@ public:
       // The tile: C vectors of columns by R rows, chosen together.
       int64_t vectorsPerRow = p->columns ? p->columns.getSize() : 1;
       TileChoice tile = chooseTile(*p, vectorsPerRow, accumulators, cols);
+      // Columns that C does not divide: the rest peeled off (a product of
+      // its own, visited later) and k split around the tiled part.
+      if (tile.covered) {
+        size_t before = env.getMoves().size();
+        peelInitColumns(*p, tile.covered, id);
+        done.push_back(id);
+        std::optional<Product> tiled;
+        if ((p = findProductAt(id)) && p->columns &&
+            apply(PeelScopeOp::make(scopeLoc(p->op, p->columns.getDepth()),
+                                    tile.covered)) &&
+            isolate(id, k))
+          tiled = findProductAt(id);
+        if (!tiled || !tiled->columns ||
+            tiled->columns.getSize() != tile.covered) {
+          rollBackTo(before);
+          continue;
+        }
+        p = tiled;
+        vectorsPerRow = tile.covered;
+      }
       // columns -> (columns / C) x C, the outer part above the reduction.
       // A two-scope tile of one vector takes the columns above the
       // reduction whole (a convolution's 31 vectors of 16 lanes, which no
@@ -1313,6 +1360,33 @@ public:
         continue;
       }
       completeTile(id);
+    }
+  }
+
+  /// Peels the columns of the initialization of product `p` (findInit) at
+  /// `covered` vectors, as registerBlock peels the product's, so that
+  /// fuseInit finds one part to join with each part of the product. The
+  /// initialization then writes the array once more before the product,
+  /// whose location `id` is updated.
+  void peelInitColumns(Product p, int64_t covered, std::string &id) {
+    ComputeOp init = findInit(id);
+    if (!init)
+      return;
+    MoveLocation at = scopeLoc(p.op, 0);
+    int64_t coeff =
+        p.op.getOut().getLinearForms().back().coeff(p.columns.getDepth());
+    const LinearForm &last = init.getOut().getLinearForms().back();
+    for (auto s = init->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>()) {
+      if (s.getMapping() != Mapping::seq ||
+          s.getSize() != p.columns.getSize() ||
+          last.coeff(s.getDepth()) != coeff)
+        continue;
+      if (apply(PeelScopeOp::make(scopeLoc(init, s.getDepth()), covered))) {
+        ++at.ordinal;
+        id = at.str(LocationKind::Scope);
+      }
+      return;
     }
   }
 
