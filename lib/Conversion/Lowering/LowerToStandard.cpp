@@ -44,10 +44,15 @@ private:
                        AccessAttr access, bool reduce) override;
   /// The reductions of a sequential scope S that can accumulate in
   /// registers through S's loop: each alone in a vector scope that is a
-  /// child of S, into an element that neither S nor the lanes index, whose
-  /// buffer nothing else in S's subtree touches (no other operation reads
-  /// or writes it, and the reduction's own inputs do not read it). Empty
-  /// if there is none.
+  /// child of S or under sequential scopes that are (accumulatedAt: a row
+  /// of 56 columns, 3 vectors then 8 leftover lanes), into an element that
+  /// neither S, those scopes nor the lanes index, whose buffer nothing else in
+  /// S's subtree touches (no other operation reads or writes it but reductions
+  /// of the same kind into the same element, which accumulate too, and the
+  /// reduction's own inputs do not read it). Empty if there is none. An
+  /// instance norm's sums over its 56 x 56 planes were reduced across the lanes
+  /// and stored once per row of 56, about 40 cycles of dependent instructions
+  /// each.
   SmallVector<ComputeOp> getAccumulated(ScopeOp scope);
   /// Lowers such a scope with vectors of partial results carried through
   /// the loop, combined and reduced once after it; its other children are
@@ -62,6 +67,11 @@ private:
   /// iterations as well as over the lanes, which the vector mapping
   /// already declares reassociable.
   LogicalResult lowerAccumulated(ScopeOp scope, ArrayRef<ComputeOp> ops);
+  /// Emits `scope`, the reduction `op`'s vector scope or a sequential
+  /// scope around it (accumulatedAt), so that `op`'s values combine into
+  /// `partial` and the other operations run as usual; the combined
+  /// partials.
+  FailureOr<Value> accumulate(ScopeOp scope, ComputeOp op, Value partial);
   /// The buffers whose contiguous whole-line vector stores are
   /// non-temporal, each with an i1 that holds when its base address is
   /// aligned to 64 bytes (computed once at the function's entry):
@@ -339,33 +349,66 @@ void KernelLowering::emitVectorStore(Value value, Value memref, ValueRange at,
   vector::StoreOp::create(b, loc, value, memref, at);
 }
 
+/// The reduction that `child`, a child of a scope S, accumulates: the
+/// only reduction in its subtree, alone in a vector scope that is `child`
+/// or lies under sequential scopes up to it (which may hold other
+/// operations: a row's d = x - mean beside var += d * d), into an element
+/// that none of those scopes nor the lanes index. Null otherwise.
+static ComputeOp accumulatedAt(Operation &child) {
+  auto top = dyn_cast<ScopeOp>(child);
+  if (!top)
+    return {};
+  ComputeOp found;
+  unsigned reductions = 0;
+  top.walk([&](ComputeOp op) {
+    if (op.getReduction() != Reduction::none) {
+      found = op;
+      ++reductions;
+    }
+  });
+  if (reductions != 1)
+    return {};
+  auto vector = dyn_cast<ScopeOp>(found->getParentOp());
+  if (!vector || vector.getMapping() != Mapping::vector ||
+      !llvm::hasSingleElement(vector.getBodyBlock()))
+    return {};
+  SmallVector<unsigned> depths;
+  for (ScopeOp s = vector;; s = cast<ScopeOp>(s->getParentOp())) {
+    if (s != vector && s.getMapping() != Mapping::seq)
+      return {};
+    depths.push_back(s.getDepth());
+    if (s == top)
+      break;
+  }
+  for (const LinearForm &form : found.getOut().getLinearForms())
+    for (unsigned d : depths)
+      if (form.coeff(d))
+        return {};
+  return found;
+}
+
 SmallVector<ComputeOp> KernelLowering::getAccumulated(ScopeOp scope) {
   SmallVector<ComputeOp> found;
-  llvm::SmallPtrSet<Operation *, 4> outs;
   for (Operation &child : scope.getBodyBlock()) {
-    auto inner = dyn_cast<ScopeOp>(child);
-    if (!inner || inner.getMapping() != Mapping::vector ||
-        !llvm::hasSingleElement(inner.getBodyBlock()))
-      continue;
-    auto op = dyn_cast<ComputeOp>(inner.getBodyBlock().front());
-    if (!op || op.getReduction() == Reduction::none)
+    ComputeOp op = accumulatedAt(child);
+    if (!op)
       continue;
     BufferOp out = bufferOf(op.getOut().getArray().getValue());
     bool extremum = op.getReduction() == Reduction::max ||
                     op.getReduction() == Reduction::min;
     if ((extremum && !isa<FloatType>(out.getElementType())) ||
-        llvm::any_of(op.getOut().getLinearForms(),
-                     [&](const LinearForm &form) {
-                       return form.coeff(scope.getDepth()) ||
-                              form.coeff(inner.getDepth());
-                     }) ||
-        !outs.insert(out).second)
+        llvm::any_of(op.getOut().getLinearForms(), [&](const LinearForm &f) {
+          return f.coeff(scope.getDepth()) != 0;
+        }))
       continue;
     found.push_back(op);
   }
   // An accumulated element is in memory only after the loop: nothing else
   // in the scope may read or write its buffer (another array of it
-  // included), and its own inputs may not read it.
+  // included), and its own inputs may not read it. Several reductions
+  // into one element (a row's vectors and its leftover columns) each keep
+  // partials of their own when they are of one kind into the same array
+  // and element; into other elements of the buffer, none accumulates.
   auto touches = [&](ComputeOp op, Operation *buffer) {
     for (Attribute input : op.getInputs())
       if (auto access = dyn_cast<AccessAttr>(input);
@@ -373,19 +416,28 @@ SmallVector<ComputeOp> KernelLowering::getAccumulated(ScopeOp scope) {
         return true;
     return false;
   };
-  llvm::erase_if(found, [&](ComputeOp accumulated) {
+  auto sameElement = [](ComputeOp a, ComputeOp b) {
+    return a.getReduction() == b.getReduction() && a.getOut() == b.getOut();
+  };
+  SmallVector<ComputeOp> kept;
+  for (ComputeOp accumulated : found) {
     Operation *out = bufferOf(accumulated.getOut().getArray().getValue());
     if (touches(accumulated, out))
-      return true;
+      continue;
     bool shared = false;
     scope.walk([&](ComputeOp other) {
-      shared |= other != accumulated &&
-                (touches(other, out) ||
-                 bufferOf(other.getOut().getArray().getValue()) == out);
+      if (other == accumulated)
+        return;
+      bool partner = llvm::is_contained(found, other) &&
+                     sameElement(accumulated, other) && !touches(other, out);
+      shared |=
+          !partner && (touches(other, out) ||
+                       bufferOf(other.getOut().getArray().getValue()) == out);
     });
-    return shared;
-  });
-  return found;
+    if (!shared)
+      kept.push_back(accumulated);
+  }
+  return kept;
 }
 
 LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
@@ -432,7 +484,7 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
       ivs.push_back(iv);
       for (Operation &child : scope.getBodyBlock()) {
         const ComputeOp *it = llvm::find_if(
-            ops, [&](ComputeOp op) { return op->getParentOp() == &child; });
+            ops, [&](ComputeOp op) { return child.isAncestor(op); });
         if (it == ops.end()) {
           if (failed(lowerNode(child))) {
             ivs.pop_back();
@@ -440,29 +492,24 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
           }
           continue;
         }
-        ComputeOp op = *it;
         unsigned slot = unsigned(it - ops.begin()) * count + k;
-        enterLanes(vectorScope(op), op);
-        ivs.push_back(Value());
-        loc = op.getLoc();
-        std::string error;
-        Value value = compute(op, typeOf(op), error);
-        ivs.pop_back();
-        if (!value) {
-          lanes = {};
+        FailureOr<Value> updated = accumulate(cast<ScopeOp>(child), *it,
+                                              loop.getRegionIterArgs()[slot]);
+        if (failed(updated)) {
           ivs.pop_back();
-          return op.emitError(error);
+          return failure();
         }
-        next[slot] = binary(getCombiner(op.getReduction()),
-                            loop.getRegionIterArgs()[slot], value, typeOf(op));
-        lanes = {};
+        next[slot] = *updated;
       }
       ivs.pop_back();
     }
     scf::YieldOp::create(b, loc, next);
   }
-  for (auto [i, accumulated] : llvm::enumerate(ops)) {
-    ComputeOp op = accumulated;
+  // Each reduction's partials combined and its lanes reduced; those of
+  // the reductions into one element combined (in the order of the
+  // scope's children), then one update of the element.
+  auto reduced = [&](size_t i) {
+    ComputeOp op = ops[i];
     Type type = typeOf(op);
     SmallVector<Value> partial(loop.getResults().slice(i * count, count));
     while (partial.size() > 1) {
@@ -472,11 +519,24 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
                                 partial[j + 1], type));
       partial = std::move(halved);
     }
-    // One update of the element with the combined lanes.
     enterLanes(vectorScope(op), op);
     loc = op.getLoc();
     Value total = reduceLanes(partial.front(), op.getReduction(), type);
     lanes = {};
+    return total;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ComputeOp op = ops[i];
+    if (llvm::any_of(ops.take_front(i), [&](ComputeOp other) {
+          return other.getOut() == op.getOut();
+        }))
+      continue;
+    Type type = typeOf(op);
+    Value total = reduced(i);
+    for (size_t j = i + 1; j < ops.size(); ++j)
+      if (ComputeOp(ops[j]).getOut() == op.getOut())
+        total = binary(getCombiner(op.getReduction()), total, reduced(j), type);
+    loc = op.getLoc();
     Value memref = memrefs.lookup(op.getOut().getArray().getValue());
     SmallVector<Value> at = indices(op.getOut(), 0);
     Value updated =
@@ -485,6 +545,52 @@ LogicalResult KernelLowering::lowerAccumulated(ScopeOp scope,
     memref::StoreOp::create(b, loc, updated, memref, at);
   }
   return success();
+}
+
+FailureOr<Value> KernelLowering::accumulate(ScopeOp scope, ComputeOp op,
+                                            Value partial) {
+  Type type = elementType(op.getOut().getArray().getValue());
+  if (scope.getMapping() == Mapping::vector) {
+    enterLanes(scope, op);
+    ivs.push_back(Value());
+    loc = op.getLoc();
+    std::string error;
+    Value value = compute(op, type, error);
+    ivs.pop_back();
+    lanes = {};
+    if (!value)
+      return op.emitError(error);
+    return binary(getCombiner(op.getReduction()), partial, value, type);
+  }
+  // A sequential scope on the way: a loop that carries the partials, its
+  // other children lowered as usual in each iteration.
+  loc = scope.getLoc();
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 constantIndex(scope.getSize()),
+                                 constantIndex(1), ValueRange{partial});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  ivs.push_back(loop.getInductionVar());
+  Value updated = loop.getRegionIterArgs()[0];
+  for (Operation &child : scope.getBodyBlock()) {
+    if (!child.isAncestor(op)) {
+      if (failed(lowerNode(child))) {
+        ivs.pop_back();
+        return failure();
+      }
+      continue;
+    }
+    FailureOr<Value> next = accumulate(cast<ScopeOp>(child), op, updated);
+    if (failed(next)) {
+      ivs.pop_back();
+      return failure();
+    }
+    updated = *next;
+  }
+  ivs.pop_back();
+  loc = scope.getLoc();
+  scf::YieldOp::create(b, loc, updated);
+  return loop.getResult(0);
 }
 
 LogicalResult mlir::perfdojo::replaceKernelCalls(ModuleOp module) {

@@ -510,15 +510,31 @@ public:
   /// An innermost sequential scope inside another, narrower than the
   /// vector width but more than one iteration, along which some access
   /// runs contiguously (as a vectorizable remainder would) and every
-  /// operation writes its own elements (a sum into one element would
-  /// reduce each narrow vector across its lanes, a shuffle sequence per
-  /// vector that saves little over the scalar loop).
+  /// operation writes its own elements, or sums into an element that the
+  /// sequential scope around does not index either: the CPU lowering then
+  /// carries that sum's narrow vector of partials through the loop around
+  /// and reduces its lanes once after it (an instance norm's var += d * d
+  /// over the 8 leftover columns of each 56-column row). A sum into an
+  /// element that the scope around does index would reduce each narrow
+  /// vector across its lanes, a shuffle sequence per vector that saves
+  /// little over the scalar loop.
   bool isRemainder(ScopeOp scope) {
     int64_t size = scope.getSize();
-    return scope.getDepth() > 0 && scope.getMapping() == Mapping::seq &&
-           size > 1 && size < target.vectorWidth && onlyOperations(scope) &&
-           contiguityScore(scope, scope.getDepth()) > 0 &&
-           outputsUse(scope, scope.getDepth(), /*reductionsOnly=*/false);
+    if (scope.getDepth() == 0 || scope.getMapping() != Mapping::seq ||
+        size <= 1 || size >= target.vectorWidth || !onlyOperations(scope) ||
+        contiguityScore(scope, scope.getDepth()) <= 0)
+      return false;
+    auto around = dyn_cast<ScopeOp>(scope->getParentOp());
+    bool carried = true;
+    scope.walk([&](ComputeOp op) {
+      SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+      if (usesVariable(forms, scope.getDepth()))
+        return;
+      carried &= op.getReduction() != Reduction::none && around &&
+                 around.getMapping() == Mapping::seq &&
+                 !usesVariable(forms, around.getDepth());
+    });
+    return carried;
   }
 
   /// Every top-level scope that may run in parallel and has an iteration
@@ -1269,7 +1285,7 @@ public:
             isolate(id, k))
           tiled = findProductAt(id);
         if (!tiled || !tiled->columns ||
-            tiled->columns.getSize() != tile.covered) {
+            int64_t(tiled->columns.getSize()) != tile.covered) {
           rollBackTo(before);
           continue;
         }
@@ -2122,14 +2138,47 @@ public:
   /// those a product writes: their rows stay, so that registerBlock can
   /// give the product a row loop of its own and tile it.
   void shrinkTemporaries() {
-    llvm::StringSet<> products;
+    llvm::StringSet<> products, operands;
     env.getKernel().walk([&](ComputeOp op) {
-      if (isProduct(op))
-        products.insert(op.getOut().getArray().getValue());
+      if (!isProduct(op))
+        return;
+      products.insert(op.getOut().getArray().getValue());
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          operands.insert(access.getArray().getValue());
     });
-    exhaust<ReuseDimsOp>([&](const MoveInstance &move) {
-      return !products.contains(move.location.name);
-    });
+    // The innermost dimension first: once an outer one shares its slot,
+    // an inner one can no longer be reused where its scope runs again
+    // for each outer index (an instance norm's d[n, c, h, w] kept all of
+    // c, 800 KB a thread, where reusing c then n leaves one 12 KB plane).
+    // The last dimension stays when vectors can run along it: reused, it
+    // leaves one element, which vectorize cannot make a vector of. A
+    // product's operands go outermost first: reused innermost first, the
+    // rows of relu_ffn's r would become one slot, and the product's row
+    // tiles need them.
+    auto accept = [&](const MoveInstance &move) {
+      if (products.contains(move.location.name))
+        return false;
+      ArrayRef<int64_t> shape =
+          env.getKernel().lookupArray(move.location.name).getShape();
+      return operands.contains(move.location.name) ||
+             move.location.index + 1 != shape.size() ||
+             shape.back() < target.vectorWidth;
+    };
+    while (steps < kMaxSteps) {
+      std::optional<MoveInstance> best;
+      for (const MoveInstance &move : legal<ReuseDimsOp>()) {
+        if (!accept(move))
+          continue;
+        if (best && move.location.name != best->location.name)
+          break;
+        if (!best || (!operands.contains(move.location.name) &&
+                      move.location.index > best->location.index))
+          best = move;
+      }
+      if (!best || !apply(*best))
+        break;
+    }
   }
 
   /// A reduction into an element its innermost loop does not index, in a
