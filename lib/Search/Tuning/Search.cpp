@@ -2134,6 +2134,67 @@ public:
     return reduced && indexed >= 2 && reused;
   }
 
+  /// Whether the scope that indexes dimension `dim` of `array` (the scope
+  /// of that index's variable around its first access) is the outermost
+  /// of its nest with an iteration per thread: the scope the threads will
+  /// share, which a reused dimension would keep sequential (a batch-2
+  /// group norm's batch scope, or its groups at batch 1), unless
+  /// parallelizeBlocks gives each thread's block slots of its own.
+  bool hostsThreads(StringRef array, unsigned dim) {
+    if (target.threads < 2)
+      return false;
+    // The first access to the array, and the variable of its index there.
+    ScopeOp scope;
+    bool found = false;
+    env.getKernel().walk([&](ComputeOp op) {
+      SmallVector<Attribute> accesses{op.getOut()};
+      llvm::append_range(accesses, op.getInputs());
+      for (Attribute attr : accesses) {
+        auto access = dyn_cast<AccessAttr>(attr);
+        if (found || !access || access.getArray().getValue() != array ||
+            access.getLinearForms().size() <= dim)
+          continue;
+        found = true;
+        const LinearForm &form = access.getLinearForms()[dim];
+        for (unsigned d = 0; d < form.getNumDims(); ++d)
+          if (form.coeff(d))
+            scope = scopeAt(op, d);
+      }
+    });
+    int64_t size = scope ? int64_t(scope.getSize()) : 0;
+    // A top-level scope of several iterations per thread is split into
+    // one block per thread with slots of its own (parallelizeBlocks).
+    if (size < target.threads ||
+        (scope.getDepth() == 0 && size % target.threads == 0 &&
+         size > target.threads))
+      return false;
+    for (auto s = scope->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>())
+      if (int64_t(s.getSize()) >= target.threads)
+        return false;
+    return true;
+  }
+
+  /// Whether an operation in an innermost loop (one that holds only
+  /// operations) accesses `array` with that loop's variable at unit stride
+  /// in its last index.
+  bool vectorsRunAlong(StringRef array) {
+    bool found = false;
+    env.getKernel().walk([&](ComputeOp op) {
+      auto scope = dyn_cast<ScopeOp>(op->getParentOp());
+      if (found || !scope || !onlyOperations(scope))
+        return;
+      auto along = [&](Attribute attr) {
+        auto access = dyn_cast<AccessAttr>(attr);
+        return access && access.getArray().getValue() == array &&
+               !access.getLinearForms().empty() &&
+               access.getLinearForms().back().coeff(scope.getDepth()) == 1;
+      };
+      found = along(op.getOut()) || llvm::any_of(op.getInputs(), along);
+    });
+    return found;
+  }
+
   /// Temporaries keep only the elements that are live at once, except
   /// those a product writes: their rows stay, so that registerBlock can
   /// give the product a row loop of its own and tile it.
@@ -2151,8 +2212,10 @@ public:
     // an inner one can no longer be reused where its scope runs again
     // for each outer index (an instance norm's d[n, c, h, w] kept all of
     // c, 800 KB a thread, where reusing c then n leaves one 12 KB plane).
-    // The last dimension stays when vectors can run along it: reused, it
-    // leaves one element, which vectorize cannot make a vector of. A
+    // The last dimension of a buffer of several stays when vectors can
+    // run along it (an innermost loop indexes it at unit stride): reused,
+    // it leaves one element, which vectorize cannot make a vector of (a
+    // row statistic such as softmax's m[row] still becomes one slot). A
     // product's operands go outermost first: reused innermost first, the
     // rows of relu_ffn's r would become one slot, and the product's row
     // tiles need them.
@@ -2161,9 +2224,12 @@ public:
         return false;
       ArrayRef<int64_t> shape =
           env.getKernel().lookupArray(move.location.name).getShape();
-      return operands.contains(move.location.name) ||
+      if (hostsThreads(move.location.name, move.location.index))
+        return false;
+      return operands.contains(move.location.name) || shape.size() == 1 ||
              move.location.index + 1 != shape.size() ||
-             shape.back() < target.vectorWidth;
+             shape.back() < target.vectorWidth ||
+             !vectorsRunAlong(move.location.name);
     };
     while (steps < kMaxSteps) {
       std::optional<MoveInstance> best;
