@@ -574,7 +574,7 @@ public:
           first = c;
       });
       if (hasParallel(scope) || !first || scope.getMapping() != Mapping::seq ||
-          scope.getSize() % target.threads || scope.getSize() < target.threads)
+          !splitsIntoBlocks(scope))
         continue;
       llvm::StringSet<> touched;
       forEachAccess(scope, [&](AccessAttr access, bool) {
@@ -598,6 +598,15 @@ public:
       if (!apply(ParallelizeOp::make(block)))
         rollBackTo(before);
     }
+  }
+
+  /// Whether parallelizeBlocks can split `scope` into one block per
+  /// thread: a top-level scope of several iterations per thread, evenly
+  /// (a block of one iteration is no tile).
+  bool splitsIntoBlocks(ScopeOp scope) const {
+    int64_t size = scope.getSize();
+    return scope.getDepth() == 0 && size % target.threads == 0 &&
+           size > target.threads;
   }
 
   /// Whether `scope` or a scope inside it is mapped parallel.
@@ -2188,12 +2197,9 @@ public:
             scope = scopeAt(op, d);
       }
     });
-    int64_t size = scope ? int64_t(scope.getSize()) : 0;
-    // A top-level scope of several iterations per thread is split into
-    // one block per thread with slots of its own (parallelizeBlocks).
-    if (size < target.threads ||
-        (scope.getDepth() == 0 && size % target.threads == 0 &&
-         size > target.threads))
+    // A scope that parallelizeBlocks splits gets slots per block anyway.
+    if (!scope || int64_t(scope.getSize()) < target.threads ||
+        splitsIntoBlocks(scope))
       return false;
     for (auto s = scope->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>())
@@ -2247,12 +2253,11 @@ public:
     // rows of relu_ffn's r would become one slot, and the product's row
     // tiles need them.
     auto accept = [&](const MoveInstance &move) {
-      if (products.contains(move.location.name))
+      if (products.contains(move.location.name) ||
+          hostsThreads(move.location.name, move.location.index))
         return false;
       ArrayRef<int64_t> shape =
           env.getKernel().lookupArray(move.location.name).getShape();
-      if (hostsThreads(move.location.name, move.location.index))
-        return false;
       return operands.contains(move.location.name) || shape.size() == 1 ||
              move.location.index + 1 != shape.size() ||
              shape.back() < target.vectorWidth ||
