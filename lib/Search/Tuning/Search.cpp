@@ -1060,6 +1060,10 @@ public:
     /// them all (28 of 31 in tiles of 4): the rest are peeled off into a
     /// product of their own. 0 when C divides them.
     int64_t covered = 0;
+    /// Likewise the rows of the row scope that tiles of R rows cover when R
+    /// does not divide them (1020 of 1024 in tiles of 6): the rest are
+    /// peeled off. 0 when R divides them.
+    int64_t rowsCovered = 0;
   };
 
   /// The operands of product `p` that are read as vectors (their last
@@ -1182,7 +1186,8 @@ public:
     using Score = std::tuple<double, bool, int64_t, bool, bool, int64_t>;
     Score best{0, false, 0, false, false, 0};
     bool bestTwo = false;
-    auto consider = [&](int64_t c, ArrayRef<std::pair<ScopeOp, int64_t>> rows) {
+    auto consider = [&](int64_t c, ArrayRef<std::pair<ScopeOp, int64_t>> rows,
+                        int64_t rowsCovered = 0) {
       double fmas = double(c), vectors = double(c), broadcasts = 1;
       for (auto [scope, r] : rows) {
         ScopeOp s = scope;
@@ -1206,6 +1211,7 @@ public:
       bestTwo = rows.size() == 2;
       choice.columns = c;
       choice.covered = whole ? 0 : vectorsPerRow - vectorsPerRow % c;
+      choice.rowsCovered = rowsCovered;
       choice.rowsDepth = ScopeOp(rows.front().first).getDepth();
       choice.rows = rows.front().second;
       choice.rows2Depth = std::nullopt;
@@ -1231,9 +1237,23 @@ public:
         continue;
       }
       if (p.columns)
-        for (ScopeOp s : rowScopes)
-          if (int64_t r = rowTile(s.getSize(), c, accumulators))
+        for (ScopeOp s : rowScopes) {
+          int64_t r = rowTile(s.getSize(), c, accumulators);
+          if (r)
             consider(c, {{s, r}});
+          // More rows than any divisor gives, the rest peeled off: in a
+          // long scope (at least 64 tiles, so that the leftover rows, in
+          // small tiles of their own, take a small part of the time) that
+          // the vector-loaded operand does not use. gemm's 1024 rows: 6 x
+          // 4 vectors over 1020 and 4 peeled, not 4 x 4 (0.96x of the
+          // time); swiglu's 256 ran 1.08x slower so, bmm's 256 no faster.
+          int64_t size = s.getSize();
+          if (!usedBy(loaded, s.getDepth()))
+            for (int64_t more : {8, 6})
+              if (more > r && size % more && size >= 64 * more &&
+                  more * c <= accumulators)
+                consider(c, {{s, more}}, size - size % more);
+        }
       // Two scopes: one only the broadcast operand uses, one only the
       // vector-loaded operand uses.
       for (ScopeOp w : rowScopes) {
@@ -1309,7 +1329,7 @@ public:
       // its own, visited later) and k split around the tiled part.
       if (tile.covered) {
         size_t before = env.getMoves().size();
-        peelInitColumns(*p, tile.covered, id);
+        peelInit(*p, p->columns, tile.covered, id);
         done.push_back(id);
         std::optional<Product> tiled;
         if ((p = findProductAt(id)) && p->columns &&
@@ -1324,6 +1344,30 @@ public:
         }
         p = tiled;
         vectorsPerRow = tile.covered;
+      }
+      // Rows that R does not divide: the rest peeled off the product and
+      // its initialization (a product of its own, visited later).
+      if (tile.rowsCovered && tile.rowsDepth) {
+        size_t before = env.getMoves().size();
+        // The product alone in the row scope first (an element-wise tail
+        // that shares it keeps all its rows).
+        if (!isolate(id, *tile.rowsDepth) || !(p = findProductAt(id))) {
+          rollBackTo(before);
+          continue;
+        }
+        peelInit(*p, scopeAt(p->op, *tile.rowsDepth), tile.rowsCovered, id);
+        done.push_back(id);
+        // (A row scope that holds the initialization too is peeled already.)
+        p = findProductAt(id);
+        ScopeOp rowScope = p ? scopeAt(p->op, *tile.rowsDepth) : ScopeOp();
+        if (!rowScope ||
+            (int64_t(rowScope.getSize()) != tile.rowsCovered &&
+             !apply(PeelScopeOp::make(scopeLoc(p->op, *tile.rowsDepth),
+                                      tile.rowsCovered))) ||
+            !(p = findProductAt(id))) {
+          rollBackTo(before);
+          continue;
+        }
       }
       // columns -> (columns / C) x C, the outer part above the reduction.
       // A two-scope tile of one vector takes the columns above the
@@ -1400,7 +1444,9 @@ public:
       for (Operation *s = q->op->getParentOp()->getParentOp();
            s != q->reduction.getOperation(); s = s->getParentOp())
         vectors *= cast<ScopeOp>(s).getSize();
-      int64_t rowsPerTile = rowTile(rows.getSize(), vectors, accumulators);
+      int64_t rowsPerTile = tile.rowsCovered
+                                ? tile.rows
+                                : rowTile(rows.getSize(), vectors, accumulators);
       if (!rowsPerTile)
         continue;
       size_t before = env.getMoves().size();
@@ -1412,26 +1458,35 @@ public:
     }
   }
 
-  /// Peels the columns of the initialization of product `p` (findInit) at
-  /// `covered` vectors, as registerBlock peels the product's, so that
-  /// fuseInit finds one part to join with each part of the product. The
+  /// Peels the scope of the initialization of product `p` (findInit) that
+  /// matches the product's `scope` (as large, with the same coefficients
+  /// in the output's indices: its columns or its rows) at `covered`
+  /// iterations, as registerBlock peels the product's, so that fuseInit
+  /// finds one part to join with each part of the product. The
   /// initialization then writes the array once more before the product,
   /// whose location `id` is updated.
-  void peelInitColumns(Product p, int64_t covered, std::string &id) {
+  void peelInit(Product p, ScopeOp scope, int64_t covered, std::string &id) {
     ComputeOp init = findInit(id);
-    if (!init)
+    if (!init || !scope)
       return;
     MoveLocation at = scopeLoc(p.op, 0);
-    int64_t coeff =
-        p.op.getOut().getLinearForms().back().coeff(p.columns.getDepth());
-    const LinearForm &last = init.getOut().getLinearForms().back();
+    SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
+    SmallVector<LinearForm> initForms(init.getOut().getLinearForms());
+    if (forms.size() != initForms.size())
+      return;
     for (auto s = init->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>()) {
-      if (s.getMapping() != Mapping::seq ||
-          s.getSize() != p.columns.getSize() ||
-          last.coeff(s.getDepth()) != coeff)
+      if (s.getMapping() != Mapping::seq || s.getSize() != scope.getSize() ||
+          llvm::any_of(llvm::seq<size_t>(0, forms.size()), [&](size_t i) {
+            return initForms[i].coeff(s.getDepth()) !=
+                   forms[i].coeff(scope.getDepth());
+          }))
         continue;
-      if (apply(PeelScopeOp::make(scopeLoc(init, s.getDepth()), covered))) {
+      // (A scope that holds the product too peels it as well, the part
+      // that the tiles cover first, and the product keeps its location.)
+      bool shared = s->isAncestor(p.op);
+      if (apply(PeelScopeOp::make(scopeLoc(init, s.getDepth()), covered)) &&
+          !shared) {
         ++at.ordinal;
         id = at.str(LocationKind::Scope);
       }
@@ -1838,6 +1893,15 @@ public:
     // run in parallel regions of their own, thousands per call.
     if (arrayBytes(array) <= kCachedOperandBytes)
       return;
+    // A panel that few rows read (the rows peeled off a product's tiles:
+    // gemm's last 4 of 1024) would cost about as much to copy as they
+    // take to multiply.
+    int64_t rowsRead = 1;
+    for (const LinearForm &form : forms)
+      if (int64_t c = form.coeff(rows.getDepth()))
+        rowsRead = std::max<int64_t>(rowsRead, c * rows.getSize());
+    if (rowsRead < kMinPanelRows)
+      return;
     if (blockRowsAndReduction(id, rows, tiles, q->reduction, array))
       return;
     unsigned r = rows.getDepth();
@@ -1870,6 +1934,9 @@ public:
     if (!ok)
       rollBackTo(before);
   }
+
+  /// The fewest rows of a product that packPanel copies a panel for.
+  static constexpr int64_t kMinPanelRows = 16;
 
   /// The bytes of a panel's slice of k (kc rows of a column tile) that
   /// blockRowsAndReduction keeps in the L1 data cache: half of a 32 KiB
