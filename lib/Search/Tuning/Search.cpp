@@ -1245,8 +1245,9 @@ public:
           // long scope (at least 64 tiles, so that the leftover rows, in
           // small tiles of their own, take a small part of the time) that
           // the vector-loaded operand does not use. gemm's 1024 rows: 6 x
-          // 4 vectors over 1020 and 4 peeled, not 4 x 4 (0.96x of the
-          // time); swiglu's 256 ran 1.08x slower so, bmm's 256 no faster.
+          // 4 vectors over 1020 and 4 peeled, not 4 x 4 (0.86x-0.96x of
+          // the time); swiglu's 256 ran 1.08x slower so, bmm's 256 no
+          // faster.
           int64_t size = s.getSize();
           if (!usedBy(loaded, s.getDepth()))
             for (int64_t more : {8, 6})
@@ -1444,9 +1445,9 @@ public:
       for (Operation *s = q->op->getParentOp()->getParentOp();
            s != q->reduction.getOperation(); s = s->getParentOp())
         vectors *= cast<ScopeOp>(s).getSize();
-      int64_t rowsPerTile = tile.rowsCovered
-                                ? tile.rows
-                                : rowTile(rows.getSize(), vectors, accumulators);
+      int64_t rowsPerTile =
+          tile.rowsCovered ? tile.rows
+                           : rowTile(rows.getSize(), vectors, accumulators);
       if (!rowsPerTile)
         continue;
       size_t before = env.getMoves().size();
