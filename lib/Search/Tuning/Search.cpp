@@ -604,9 +604,12 @@ public:
   /// thread: a top-level scope of several iterations per thread, evenly
   /// (a block of one iteration is no tile).
   bool splitsIntoBlocks(ScopeOp scope) const {
-    int64_t size = scope.getSize();
-    return scope.getDepth() == 0 && size % target.threads == 0 &&
-           size > target.threads;
+    return scope.getDepth() == 0 && sharesOutEvenly(scope.getSize());
+  }
+  /// Whether `count` iterations give every thread the same number, at
+  /// least two.
+  bool sharesOutEvenly(int64_t count) const {
+    return count % target.threads == 0 && count >= 2 * target.threads;
   }
 
   /// Whether `scope` or a scope inside it is mapped parallel.
@@ -1358,13 +1361,9 @@ public:
         }
         peelInit(*p, scopeAt(p->op, *tile.rowsDepth), tile.rowsCovered, id);
         done.push_back(id);
-        // (A row scope that holds the initialization too is peeled already.)
-        p = findProductAt(id);
-        ScopeOp rowScope = p ? scopeAt(p->op, *tile.rowsDepth) : ScopeOp();
-        if (!rowScope ||
-            (int64_t(rowScope.getSize()) != tile.rowsCovered &&
-             !apply(PeelScopeOp::make(scopeLoc(p->op, *tile.rowsDepth),
-                                      tile.rowsCovered))) ||
+        if (!(p = findProductAt(id)) ||
+            !apply(PeelScopeOp::make(scopeLoc(p->op, *tile.rowsDepth),
+                                     tile.rowsCovered)) ||
             !(p = findProductAt(id))) {
           rollBackTo(before);
           continue;
@@ -1483,11 +1482,7 @@ public:
                    forms[i].coeff(scope.getDepth());
           }))
         continue;
-      // (A scope that holds the product too peels it as well, the part
-      // that the tiles cover first, and the product keeps its location.)
-      bool shared = s->isAncestor(p.op);
-      if (apply(PeelScopeOp::make(scopeLoc(init, s.getDepth()), covered)) &&
-          !shared) {
+      if (apply(PeelScopeOp::make(scopeLoc(init, s.getDepth()), covered))) {
         ++at.ordinal;
         id = at.str(LocationKind::Scope);
       }
@@ -1925,8 +1920,7 @@ public:
       ScopeOp inner = scopeAt(*op, r + 1);
       if (outer && !anyParallel && inner &&
           vectorInstances(inner) >= kMinParallelWork * target.threads &&
-          (outer.getSize() % target.threads ||
-           outer.getSize() < 2 * target.threads)) {
+          !sharesOutEvenly(outer.getSize())) {
         ok = apply(ParallelizeOp::make(scopeLoc(*op, r + 1)));
         if (ok)
           (void)apply(ParallelizeOp::make(scopeLoc(writerOf(name), r + 1)));
@@ -1967,9 +1961,8 @@ public:
     int64_t threads = target.threads;
     int64_t rowTiles = rows.getSize(), tileCount = tiles.getSize();
     int64_t k = reduction.getSize();
-    if (threads < 2 || rows.getDepth() != 0 ||
-        (tileCount % threads == 0 && tileCount >= 2 * threads) ||
-        rowTiles % threads || rowTiles < 2 * threads)
+    if (threads < 2 || rows.getDepth() != 0 || sharesOutEvenly(tileCount) ||
+        !sharesOutEvenly(rowTiles))
       return false;
     // Elements of the output that one tile of T and one tile of R span:
     // their variables' coefficients (a[{1}*4+.., {0}*64+..]: 64 and 4).
