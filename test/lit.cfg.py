@@ -141,3 +141,12 @@ try:
         config.available_features.add("cuda-device")
 except (OSError, subprocess.SubprocessError):
     pass
+
+# `avx512f`: this CPU runs AVX-512 (the JIT then computes exp with
+# vscalefps, whose subnormal results test/Conversion/exp-scalef.test checks).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if " avx512f" in cpuinfo.read():
+            config.available_features.add("avx512f")
+except OSError:
+    pass

@@ -223,6 +223,7 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   LowerToLLVMOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
+  lowering.scalefExp = machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
   OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
   if (!module)
     return failure();

@@ -33,11 +33,13 @@ struct ApproximateMathPass
     perfdojo::populateDeviceMathPatterns(patterns);
     if (exp2Instruction)
       perfdojo::populateExpByExp2Patterns(patterns);
+    else if (scalefExp)
+      perfdojo::populateExpByScalefPatterns(patterns);
     math::populateExpansionPatterns(patterns, {"powf"});
     populateMathPolynomialApproximationPatterns(
         patterns, [&](StringRef name) { // full operation names
           if (name == "math.exp")
-            return !exp2Instruction;
+            return !exp2Instruction && !scalefExp;
           return llvm::is_contained({"math.log", "math.tanh", "math.erf",
                                      "math.atan", "math.asin", "math.acos",
                                      "math.log1p", "math.expm1"},
@@ -55,15 +57,21 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
   pm.addPass(createConvertPerfDojoToStandard(lowering));
-  pm.addPass(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertSCFToOpenMPPass());
   pm.addPass(createFenceStreamingStores());
   // Inlines the memref.alloca_scope that scf-to-openmp wraps around each
   // parallel body (it holds no alloca: temporaries are allocated up front),
-  // which must not end up with several blocks after scf-to-cf.
+  // which must not end up with several blocks after scf-to-cf. The math
+  // comes after: an llvm.call_intrinsic (exp's llvm.ldexp) has unknown
+  // effects, and an alloca_scope holding one stays.
   pm.addPass(createCanonicalizerPass());
+  perfdojo::ApproximateMathPassOptions math;
+  math.scalefExp = options.scalefExp;
+  pm.addPass(createApproximateMathPass(math));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

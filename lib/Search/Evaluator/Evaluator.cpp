@@ -16,10 +16,11 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include <algorithm>
-#include <functional>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <unistd.h>
 
 extern "C" void omp_set_num_threads(int);
@@ -169,6 +170,8 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   LowerToLLVMOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
+  // The JIT compiles for this CPU (detectHost above).
+  lowering.scalefExp = llvm::sys::getHostCPUFeatures().lookup("avx512f");
   std::string error;
   OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
   if (!module)

@@ -34,6 +34,12 @@ void populateDeviceMathPatterns(RewritePatternSet &patterns);
 /// whose exp2 is not a library call.
 void populateExpByExp2Patterns(RewritePatternSet &patterns);
 
+/// Adds a pattern that computes f32 (scalar or vector) `math.exp` as a
+/// polynomial scaled by 2^j in one `llvm.ldexp` (AVX-512's vscalefps):
+/// x = j ln 2 + f as above, e^f by Cephes' expf polynomial. For CPUs whose
+/// ldexp is an instruction (elsewhere LLVM calls the library per lane).
+void populateExpByScalefPatterns(RewritePatternSet &patterns);
+
 } // namespace perfdojo
 } // namespace mlir
 

@@ -47,6 +47,11 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
                      "consumes it (fused multiply-add); off: every "
                      "operation rounds"),
       llvm::cl::init(true)};
+  Option<bool> scalefExp{
+      *this, "scalef-exp",
+      llvm::cl::desc("exp scales its polynomial by 2^j in one llvm.ldexp "
+                     "(for CPUs with AVX-512, where that is vscalefps)"),
+      llvm::cl::init(false)};
 };
 
 void buildLowerToLLVMPipeline(OpPassManager &pm,
