@@ -98,8 +98,21 @@ private:
   /// Whether the contiguous vector store of `value` at `out` starts at a
   /// multiple of the vector's size for every iteration.
   bool isVectorAligned(AccessAttr out, VectorType type);
+  /// The extents that `buffer`'s memref stores. A temporary with one slot
+  /// per thread (every access indexes its first dimension by exactly the
+  /// variable of a parallel scope) whose slots are a single row each has
+  /// that row padded to a multiple of 64 bytes, so that no two threads
+  /// write one cache line: a layer norm's per-row mean, variance and
+  /// 1/sqrt, one float a thread each, were written by both threads into one
+  /// line 3 times a row and read from it for every vector, 1.58x the time
+  /// of the same loops with a line each.
+  SmallVector<int64_t> storedExtents(BufferOp buffer);
+  /// Whether every access to `buffer` indexes its first dimension by
+  /// exactly the variable of a parallel scope.
+  bool hasThreadSlots(BufferOp buffer);
 
   int64_t streamingMinBytes;
+  llvm::DenseMap<Operation *, bool> threadSlots;
   /// The outputs that take streaming stores, with an i1 that holds when
   /// their base address is 64-byte aligned.
   llvm::DenseMap<Operation *, Value> streamed;
@@ -139,10 +152,7 @@ LogicalResult KernelLowering::run() {
 
   SmallVector<Value> heap;
   for (BufferOp buffer : temporaries) {
-    SmallVector<int64_t> stored;
-    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
-      stored.push_back(buffer.getStoredExtent(d));
-    auto type = MemRefType::get(stored, buffer.getElementType());
+    auto type = MemRefType::get(storedExtents(buffer), buffer.getElementType());
     Value memref;
     if (buffer.getLocation() == BufferLocation::heap) {
       memref = memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
@@ -184,10 +194,10 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
       if (auto access = dyn_cast<AccessAttr>(input))
         readers[bufferOf(access.getArray().getValue())].push_back(op);
   });
-  auto storedBytes = [](BufferOp buffer) {
+  auto storedBytes = [&](BufferOp buffer) {
     int64_t bytes = buffer.getElementType().getIntOrFloatBitWidth() / 8;
-    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
-      bytes *= buffer.getStoredExtent(d);
+    for (int64_t extent : storedExtents(buffer))
+      bytes *= extent;
     return bytes;
   };
   for (BufferOp buffer : parameters) {
@@ -242,15 +252,62 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
 std::optional<KernelEmitter::OffsetForm>
 KernelLowering::storedOffsetForm(AccessAttr access) {
   BufferOp buffer = bufferOf(access.getArray().getValue());
-  SmallVector<int64_t> extents;
+  SmallVector<int64_t> extents = storedExtents(buffer);
   SmallVector<bool> skip;
-  for (auto [d, reuse] : llvm::enumerate(buffer.getReuse())) {
+  for (int64_t reuse : buffer.getReuse()) {
     if (reuse > 1)
-      return std::nullopt; // stored modulo several slots
-    extents.push_back(buffer.getStoredExtent(d));
+      return std::nullopt;      // stored modulo several slots
     skip.push_back(reuse == 1); // one slot: index 0
   }
   return offsetForm(access, extents, skip);
+}
+
+SmallVector<int64_t> KernelLowering::storedExtents(BufferOp buffer) {
+  SmallVector<int64_t> extents;
+  for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+    extents.push_back(buffer.getStoredExtent(d));
+  unsigned bits = buffer.getElementType().getIntOrFloatBitWidth();
+  if (!buffer.isTemporary() || extents.size() < 2 || extents.front() < 2 ||
+      bits % 8 || 512 % bits ||
+      llvm::any_of(ArrayRef(extents).drop_front().drop_back(),
+                   [](int64_t e) { return e != 1; }) ||
+      !hasThreadSlots(buffer))
+    return extents;
+  int64_t line = 512 / bits; // elements in 64 bytes
+  extents.back() = llvm::alignTo(extents.back(), line);
+  return extents;
+}
+
+bool KernelLowering::hasThreadSlots(BufferOp buffer) {
+  auto found = threadSlots.find(buffer);
+  if (found != threadSlots.end())
+    return found->second;
+  bool slots = true, accessed = false;
+  kernel.walk([&](ComputeOp op) {
+    SmallVector<Attribute> accesses{op.getOut()};
+    llvm::append_range(accesses, op.getInputs());
+    for (Attribute attr : accesses) {
+      auto access = dyn_cast<AccessAttr>(attr);
+      if (!access || bufferOf(access.getArray().getValue()) != buffer)
+        continue;
+      accessed = true;
+      SmallVector<LinearForm> forms(access.getLinearForms());
+      const LinearForm &first = forms.front();
+      // Exactly one variable, {d}, with coefficient 1 and no constant.
+      unsigned depth = first.getNumDims();
+      bool single = first.constant == 0 && depth > 0 &&
+                    first.coeff(depth - 1) == 1 &&
+                    llvm::all_of(ArrayRef(first.coeffs).drop_back(),
+                                 [](int64_t c) { return c == 0; });
+      ScopeOp scope;
+      for (auto s = op->getParentOfType<ScopeOp>(); single && s;
+           s = s->getParentOfType<ScopeOp>())
+        if (s.getDepth() == depth - 1)
+          scope = s;
+      slots &= single && scope && scope.getMapping() == Mapping::parallel;
+    }
+  });
+  return threadSlots[buffer] = slots && accessed;
 }
 
 bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
