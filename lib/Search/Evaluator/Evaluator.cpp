@@ -171,7 +171,9 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
   // The JIT compiles for this CPU (detectHost above).
-  lowering.scalefExp = llvm::sys::getHostCPUFeatures().lookup("avx512f");
+  static const bool hostHasAVX512 =
+      llvm::sys::getHostCPUFeatures().lookup("avx512f");
+  lowering.scalefExp = hostHasAVX512;
   std::string error;
   OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
   if (!module)

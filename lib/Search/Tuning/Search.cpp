@@ -363,7 +363,7 @@ public:
       done.push_back(id);
       int64_t size = split.getSize();
       unsigned depth = split.getDepth();
-      if (!splitsAmongThreads(split))
+      if (!sharesOutEvenly(size, /*least=*/1))
         continue;
       size_t before = env.getMoves().size();
       bool ok = size == threads ||
@@ -420,11 +420,6 @@ public:
     first.walk([&](ComputeOp) { ++ops; });
     return ops == 1 ? first : ScopeOp();
   }
-  /// Whether the threads divide `scope`'s iterations, one or more each.
-  bool splitsAmongThreads(ScopeOp scope) const {
-    return int64_t(scope.getSize()) >= target.threads &&
-           scope.getSize() % target.threads == 0;
-  }
   /// Whether splitLongReductions will split a reduction among the threads
   /// at a scope strictly inside `scope`, which then stays sequential.
   bool splitsReductionInside(ScopeOp scope) {
@@ -432,7 +427,7 @@ public:
     scope.walk([&](ComputeOp op) {
       ScopeOp first = found ? ScopeOp() : longReductionScope(op);
       if (first && first != scope && scope->isAncestor(first) &&
-          splitsAmongThreads(first))
+          sharesOutEvenly(first.getSize(), /*least=*/1))
         found = true;
     });
     return found;
@@ -634,9 +629,9 @@ public:
     return scope.getDepth() == 0 && sharesOutEvenly(scope.getSize());
   }
   /// Whether `count` iterations give every thread the same number, at
-  /// least two.
-  bool sharesOutEvenly(int64_t count) const {
-    return count % target.threads == 0 && count >= 2 * target.threads;
+  /// least `least`.
+  bool sharesOutEvenly(int64_t count, int64_t least = 2) const {
+    return count % target.threads == 0 && count >= least * target.threads;
   }
 
   /// Whether `scope` or a scope inside it is mapped parallel.
