@@ -1,4 +1,4 @@
-//===- BufferMoves.cpp - reuse_dims, set_location, permute_dims, pad_dim --===//
+//===- BufferMoves.cpp - reuse_dims, layout and location of temporaries ---===//
 //
 //   tmp t f32 [4, 8] heap          reuse_dims@t:0        tmp t f32 [4:1, 8] heap
 //   4 8 t[{0},{1}]=x[{0},{1}]      ----------------->    (accesses unchanged)
@@ -6,9 +6,10 @@
 //                                  materialize_dims@t:0
 //
 // Buffer moves change where elements are stored, never which element an
-// operation means: layout moves (permute_dims, pad_dim) are bijections on
-// the elements that are accessed, and reuse is legal only when no two
-// elements that come to share a slot are live at the same time.
+// operation means: layout moves (permute_dims, pad_dim, split_dim,
+// join_dims) are bijections on the elements that are accessed, and reuse is
+// legal only when no two elements that come to share a slot are live at the
+// same time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +97,10 @@ static __int128 storedWith(BufferOp buffer, unsigned dim, int64_t extent) {
 /// variable in two dimensions. Every value read in an iteration is then
 /// written in that iteration: none flows into it from another iteration
 /// or another execution of `scope`, whichever slots the iterations share.
+/// A dimension that every access indexes by one and the same form of the
+/// variables around `scope` (a thread's slot `{0}`, a row `{0}*2048+{1}`)
+/// is fixed for an execution of `scope`: the write then covers the slice
+/// that the execution touches, which is as good.
 static bool overwrittenFirst(BufferOp buffer, unsigned dim, ScopeOp scope,
                              const BufferAccesses &accesses) {
   if (buffer.getArrays().size() != 1 || accesses.empty())
@@ -117,6 +122,13 @@ static bool overwrittenFirst(BufferOp buffer, unsigned dim, ScopeOp scope,
   for (auto [j, form] : llvm::enumerate(first.getOut().getLinearForms())) {
     if (j == dim)
       continue;
+    if (form.getNumDims() <= scope.getDepth() &&
+        llvm::all_of(accesses, [&, j = j](const auto &entry) {
+          return llvm::all_of(entry.second, [&](AccessAttr access) {
+            return access.getLinearForms()[j] == form;
+          });
+        }))
+      continue; // a fixed slice
     int64_t extent = buffer.getShape()[j];
     if (form.constant != 0)
       return false;
@@ -215,8 +227,29 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
     return failure();
   // A buffer that each iteration of S overwrites before using it carries
   // no value across executions of S, whatever they share.
-  if (overwrittenFirst(buffer, dim, scope, accesses))
+  if (overwrittenFirst(buffer, dim, scope, accesses)) {
+    // Executions of S that run at once (a parallel scope around it) must
+    // still touch different elements once the dimension shares a slot.
+    if (!reuse)
+      return success();
+    DependenceAnalysis after(buffer->getParentOfType<KernelOp>());
+    SmallVector<int64_t> reused(buffer.getReuse());
+    reused[dim] = 1;
+    after.overrideReuse(buffer, reused);
+    for (unsigned k = 0; k < *depth; ++k) {
+      Mapping around = getEnclosingScope(ops.front(), k).getMapping();
+      std::string conflict;
+      if (around != Mapping::seq && around != Mapping::unroll &&
+          after.mayConflict(ops, ops, k, {{k, /*aGreater=*/true}},
+                            /*reductionsCommute=*/false, &conflict, buffer)) {
+        reason = "iterations of the " + stringifyMapping(around).str() +
+                 " scope at depth " + std::to_string(k) +
+                 " would share elements of '" + conflict + "'";
+        return failure();
+      }
+    }
     return success();
+  }
   for (unsigned k = 0; k < *depth; ++k) {
     std::string conflict;
     if (deps.mayConflict(ops, ops, k, {{k, /*aGreater=*/true}},
@@ -421,6 +454,164 @@ void mlir::perfdojo::padDim(RewriterBase &rewriter, BufferOp buffer,
   SmallVector<int64_t> shape(buffer.getShape());
   shape[dim] += grow ? amount : -amount;
   rewriter.modifyOpInPlace(buffer, [&] { buffer.setShape(shape); });
+}
+
+//===----------------------------------------------------------------------===//
+// split_dim / join_dims
+//===----------------------------------------------------------------------===//
+
+/// `form` as inner * P + Q: the terms whose coefficient `inner` divides (and
+/// the constant's quotient) go to P, the others (and the remainder, from 0
+/// to inner-1) to Q. std::nullopt on overflow.
+static std::optional<std::pair<LinearForm, LinearForm>>
+splitForm(const LinearForm &form, int64_t inner) {
+  int64_t quotient = form.constant / inner, remainder = form.constant % inner;
+  if (remainder < 0) {
+    remainder += inner;
+    --quotient;
+  }
+  std::optional<LinearForm> outer = LinearForm::ofConstant(quotient);
+  std::optional<LinearForm> rest = LinearForm::ofConstant(remainder);
+  for (unsigned d = 0; d < form.getNumDims() && outer && rest; ++d) {
+    int64_t c = form.coeff(d);
+    if (!c)
+      continue;
+    if (c % inner == 0) {
+      if (auto term = LinearForm::ofDim(d).scale(c / inner))
+        outer = outer->add(*term);
+      else
+        outer.reset();
+    } else if (auto term = LinearForm::ofDim(d).scale(c)) {
+      rest = rest->add(*term);
+    } else {
+      rest.reset();
+    }
+  }
+  if (!outer || !rest)
+    return std::nullopt;
+  return std::make_pair(*outer, *rest);
+}
+
+LogicalResult mlir::perfdojo::canSplitDim(BufferOp buffer, unsigned dim,
+                                          int64_t inner, std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  int64_t size = buffer.getShape()[dim];
+  if (buffer.getReuse()[dim] != 0) {
+    reason = "dimension " + std::to_string(dim) +
+             " is reused; only a materialized dimension is split";
+    return failure();
+  }
+  if (inner < 2 || inner >= size || size % inner) {
+    reason = "the inner size must divide the dimension's " +
+             std::to_string(size) + " and lie strictly between 1 and it, not " +
+             std::to_string(inner);
+    return failure();
+  }
+  auto accesses = getBufferAccesses(buffer);
+  for (const auto &[accessOp, list] : *accesses) {
+    ComputeOp op = accessOp;
+    SmallVector<int64_t> extents = getEnclosingExtents(op);
+    for (AccessAttr access : list) {
+      const LinearForm &form = access.getLinearForms()[dim];
+      auto parts = splitForm(form, inner);
+      auto [low, high] = parts ? parts->second.range(extents)
+                               : std::pair<__int128, __int128>{-1, -1};
+      if (low < 0 || high >= inner) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        form.print(os);
+        reason = "the index " + text + " of '" +
+                 access.getArray().getValue().str() + "' is not " +
+                 std::to_string(inner) + " * P + Q with Q from 0 to " +
+                 std::to_string(inner - 1);
+        return failure();
+      }
+    }
+  }
+  return success();
+}
+
+void mlir::perfdojo::splitDim(RewriterBase &rewriter, BufferOp buffer,
+                              unsigned dim, int64_t inner) {
+  SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
+  shape[dim] /= inner;
+  shape.insert(shape.begin() + dim + 1, inner);
+  reuse.insert(reuse.begin() + dim + 1, 0);
+  rewriter.modifyOpInPlace(buffer, [&] {
+    buffer.setShape(shape);
+    buffer.setReuse(reuse);
+  });
+  editAccesses(rewriter, buffer, [&](SmallVectorImpl<LinearForm> &forms) {
+    auto [outer, rest] = *splitForm(forms[dim], inner);
+    forms[dim] = outer;
+    forms.insert(forms.begin() + dim + 1, rest);
+  });
+}
+
+SmallVector<int64_t> mlir::perfdojo::getSplitDimSizes(BufferOp buffer,
+                                                      unsigned dim) {
+  SmallVector<int64_t> sizes;
+  int64_t size = buffer.getShape()[dim];
+  auto accesses = getBufferAccesses(buffer);
+  for (const auto &[op, list] : *accesses)
+    for (AccessAttr access : list)
+      for (int64_t c : access.getLinearForms()[dim].coeffs)
+        if (c > 1 && c < size && size % c == 0 && !llvm::is_contained(sizes, c))
+          sizes.push_back(c);
+  llvm::sort(sizes);
+  return sizes;
+}
+
+LogicalResult mlir::perfdojo::canJoinDims(BufferOp buffer, unsigned dim,
+                                          std::string &reason) {
+  if (failed(requireTemporary(buffer, reason)))
+    return failure();
+  ArrayRef<int64_t> shape = buffer.getShape();
+  if (dim + 1 >= shape.size()) {
+    reason =
+        "dimension " + std::to_string(dim) + " has no next dimension to join";
+    return failure();
+  }
+  if (buffer.getReuse()[dim] != 0 || buffer.getReuse()[dim + 1] != 0) {
+    reason = "dimension " +
+             std::to_string(buffer.getReuse()[dim] ? dim : dim + 1) +
+             " is reused; only materialized dimensions are joined";
+    return failure();
+  }
+  if (shape[dim] > kMaxExtent / shape[dim + 1]) {
+    reason = "the joined dimension would exceed 2^40 elements";
+    return failure();
+  }
+  auto accesses = getBufferAccesses(buffer);
+  for (const auto &[op, list] : *accesses)
+    for (AccessAttr access : list) {
+      ArrayRef<LinearForm> forms = access.getLinearForms();
+      auto scaled = forms[dim].scale(shape[dim + 1]);
+      if (!scaled || !scaled->add(forms[dim + 1])) {
+        reason = "a joined index of '" + access.getArray().getValue().str() +
+                 "' overflows 64 bits";
+        return failure();
+      }
+    }
+  return success();
+}
+
+void mlir::perfdojo::joinDims(RewriterBase &rewriter, BufferOp buffer,
+                              unsigned dim) {
+  SmallVector<int64_t> shape(buffer.getShape()), reuse(buffer.getReuse());
+  int64_t inner = shape[dim + 1];
+  shape[dim] *= inner;
+  shape.erase(shape.begin() + dim + 1);
+  reuse.erase(reuse.begin() + dim + 1);
+  rewriter.modifyOpInPlace(buffer, [&] {
+    buffer.setShape(shape);
+    buffer.setReuse(reuse);
+  });
+  editAccesses(rewriter, buffer, [&](SmallVectorImpl<LinearForm> &forms) {
+    forms[dim] = *forms[dim].scale(inner)->add(forms[dim + 1]);
+    forms.erase(forms.begin() + dim + 1);
+  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -195,6 +195,30 @@ void PermuteDimsOp::applyMove(RewriterBase &rewriter,
   permuteDims(rewriter, loc.buffer, loc.dim);
 }
 
+LogicalResult SplitDimOp::checkMove(const ResolvedLocation &loc, int64_t inner,
+                                    std::string &reason) {
+  return canSplitDim(loc.buffer, loc.dim, inner, reason);
+}
+void SplitDimOp::applyMove(RewriterBase &rewriter, const ResolvedLocation &loc,
+                           int64_t inner) {
+  splitDim(rewriter, loc.buffer, loc.dim, inner);
+}
+Choices SplitDimOp::getMoveChoices(const ResolvedLocation &loc) {
+  Choices choices;
+  for (int64_t inner : getSplitDimSizes(loc.buffer, loc.dim))
+    choices.push_back({std::to_string(inner)});
+  return choices;
+}
+
+LogicalResult JoinDimsOp::checkMove(const ResolvedLocation &loc,
+                                    std::string &reason) {
+  return canJoinDims(loc.buffer, loc.dim, reason);
+}
+void JoinDimsOp::applyMove(RewriterBase &rewriter,
+                           const ResolvedLocation &loc) {
+  joinDims(rewriter, loc.buffer, loc.dim);
+}
+
 LogicalResult AddDimOp::checkMove(const ResolvedLocation &loc, int64_t position,
                                   int64_t depth, std::string &reason) {
   return canAddDim(loc.buffer, position, depth, reason);

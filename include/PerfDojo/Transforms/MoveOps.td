@@ -473,6 +473,29 @@ def PerfDojo_PermuteDimsOp
   }];
 }
 
+def PerfDojo_SplitDimOp
+    : PerfDojo_MoveOp<"split_dim", PerfDojo_BufferDimLocation, "join_dims",
+                      [PerfDojo_CountParam<"inner",
+                         "the inner dimension's size, a divisor of the dimension's">]> {
+  let summary = "split a temporary's dimension of N into N/inner and inner";
+  let moveDoc = [{
+    Splits dimension `dim` of a temporary into two, of N/inner and inner
+    elements, with the same layout: index i becomes (i div inner,
+    i mod inner). Legal when every access's index of the dimension is
+    inner * P + Q with Q within 0 .. inner-1 over its scopes, so that each
+    access splits into indices of its own (a vector's lanes in Q).
+  }];
+}
+
+def PerfDojo_JoinDimsOp
+    : PerfDojo_MoveOp<"join_dims", PerfDojo_BufferDimLocation, "split_dim"> {
+  let summary = "join a temporary's dimension with the next one";
+  let moveDoc = [{
+    split_dim's inverse: dimensions `dim` and `dim+1` (A and B elements)
+    become one of A*B, indexed B * i + j, with the same layout.
+  }];
+}
+
 def PerfDojo_AddDimOp
     : PerfDojo_MoveOp<"add_dim", PerfDojo_BufferLocation, "remove_dim",
                       [PerfDojo_IndexParam<"position",

@@ -106,6 +106,21 @@ LogicalResult canPadDim(BufferOp buffer, unsigned dim, int64_t amount,
                         bool grow, std::string &reason);
 void padDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,
             int64_t amount, bool grow);
+/// Splits dimension `dim` of a temporary (N elements) into two of N/inner
+/// and inner, index i becoming (i div inner, i mod inner): legal when the
+/// dimension is not reused and every access's index of it is
+/// inner * P + Q with Q within 0 .. inner-1 over its scopes' ranges.
+LogicalResult canSplitDim(BufferOp buffer, unsigned dim, int64_t inner,
+                          std::string &reason);
+void splitDim(RewriterBase &rewriter, BufferOp buffer, unsigned dim,
+              int64_t inner);
+/// The inner sizes split_dim offers at `dim`: the coefficients of the
+/// accesses' indices there that divide the dimension (a tile's stride).
+SmallVector<int64_t> getSplitDimSizes(BufferOp buffer, unsigned dim);
+/// Joins dimensions `dim` and `dim+1` of a temporary (A and B elements)
+/// into one of A*B indexed B * i + j; legal when neither is reused.
+LogicalResult canJoinDims(BufferOp buffer, unsigned dim, std::string &reason);
+void joinDims(RewriterBase &rewriter, BufferOp buffer, unsigned dim);
 /// Inserts at `position` a dimension as large as the scope at `depth` that
 /// encloses every access to the buffer, indexed by `{depth}` and stored as
 /// one element (`:1`): the storage does not change.
