@@ -17,10 +17,12 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ArchiveWriter.h"
@@ -31,6 +33,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -54,8 +57,10 @@ static std::string typeName(Type type) {
 }
 
 std::string mlir::perfdojo::getLibraryDeclaration(KernelOp kernel,
-                                                  StringRef prefix) {
-  std::string decl = "void " + prefix.str() + kernel.getSymName().str() + "(";
+                                                  StringRef prefix,
+                                                  bool workspace) {
+  std::string decl = "void " + prefix.str() + kernel.getSymName().str() +
+                     (workspace ? "_ws(" : "(");
   bool first = true;
   for (BufferOp b : kernel.getBuffers()) {
     if (b.isTemporary())
@@ -65,7 +70,7 @@ std::string mlir::perfdojo::getLibraryDeclaration(KernelOp kernel,
     decl += (b.isInput() ? "const " : "") + cType(b.getElementType()) + " *" +
             b.getSymName().str();
   }
-  return decl + ")";
+  return decl + (workspace ? ", void *workspace)" : ")");
 }
 
 /// The header's comment line of one kernel: each buffer, its type, shape
@@ -91,14 +96,19 @@ public:
   LibraryCompiler(const LibraryOptions &options) : options(options) {}
 
   LogicalResult setUp(std::string &error);
-  /// Compiles `kernel` into the object file `path`.
-  LogicalResult compile(KernelOp kernel, StringRef path, std::string &error);
+  /// Compiles `kernel` into the object file `path`; `workspace` is set to
+  /// the bytes of its workspace.
+  LogicalResult compile(KernelOp kernel, StringRef path, uint64_t &workspace,
+                        std::string &error);
 
 private:
-  /// Adds the plain-pointer entry point of `kernel` to `module`, which
-  /// holds the kernel lowered to LLVM IR, and internalizes the rest.
-  LogicalResult addEntryPoint(KernelOp kernel, llvm::Module &module,
-                              std::string &error);
+  /// Adds the plain-pointer entry points of `kernel` to `module`, which
+  /// holds the kernel lowered to LLVM IR, and internalizes the rest:
+  /// `<k>_ws(pointers..., workspace)`, whose temporaries are slices of the
+  /// caller's workspace instead of mallocs, `<k>(pointers...)`, which
+  /// allocates the workspace and calls it, and `<k>_workspace_size()`.
+  LogicalResult addEntryPoints(KernelOp kernel, llvm::Module &module,
+                               uint64_t &workspace, std::string &error);
 
   const LibraryOptions &options;
   std::unique_ptr<llvm::TargetMachine> machine;
@@ -146,9 +156,10 @@ LogicalResult LibraryCompiler::setUp(std::string &error) {
   return success();
 }
 
-LogicalResult LibraryCompiler::addEntryPoint(KernelOp kernel,
-                                             llvm::Module &module,
-                                             std::string &error) {
+LogicalResult LibraryCompiler::addEntryPoints(KernelOp kernel,
+                                              llvm::Module &module,
+                                              uint64_t &workspace,
+                                              std::string &error) {
   std::string name = kernel.getSymName().str();
   llvm::Function *lowered = module.getFunction(name);
   if (!lowered) {
@@ -173,48 +184,161 @@ LogicalResult LibraryCompiler::addEntryPoint(KernelOp kernel,
   llvm::LLVMContext &ctx = module.getContext();
   auto *ptr = llvm::PointerType::getUnqual(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *type = llvm::FunctionType::get(
-      llvm::Type::getVoidTy(ctx),
-      SmallVector<llvm::Type *>(parameters.size(), ptr), false);
+  auto *voidType = llvm::Type::getVoidTy(ctx);
   std::string entryName = options.prefix + name;
-  if (module.getFunction(entryName)) {
-    error = "the entry point '" + entryName + "' clashes with a function of "
-            "the lowered kernel";
-    return failure();
+  for (const std::string &n :
+       {entryName, entryName + "_ws", entryName + "_workspace_size"})
+    if (module.getFunction(n)) {
+      error = "the entry point '" + n +
+              "' clashes with a function of the "
+              "lowered kernel";
+      return failure();
+    }
+
+  // The kernel with its temporaries in a workspace: each heap temporary is
+  // a malloc of a constant size in the lowered function (with the slack
+  // its 64-byte alignment needs), freed at its end. Each becomes a slice of
+  // the workspace at a multiple of 64 bytes, and its free goes.
+  SmallVector<llvm::Type *> implParams(lowered->getFunctionType()->params());
+  implParams.push_back(ptr);
+  auto *impl = llvm::Function::Create(
+      llvm::FunctionType::get(voidType, implParams, false),
+      llvm::Function::InternalLinkage, name + ".workspace", module);
+  llvm::ValueToValueMapTy map;
+  for (auto [from, to] : llvm::zip(lowered->args(), impl->args())) {
+    to.setName(from.getName());
+    map[&from] = &to;
   }
-  auto *entry = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
-                                       entryName, module);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
-  SmallVector<llvm::Value *> arguments;
-  for (auto [buffer, pointer] : llvm::zip(parameters, entry->args())) {
-    pointer.setName(buffer.getSymName());
-    pointer.addAttr(llvm::Attribute::NoAlias);
-    ArrayRef<int64_t> shape = buffer.getShape();
-    SmallVector<int64_t> strides(shape.size(), 1);
-    for (int i = int(shape.size()) - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * shape[i + 1];
-    arguments.push_back(&pointer);
-    arguments.push_back(&pointer);
-    arguments.push_back(llvm::ConstantInt::get(i64, 0));
-    for (int64_t size : shape)
-      arguments.push_back(llvm::ConstantInt::get(i64, size));
-    for (int64_t stride : strides)
-      arguments.push_back(llvm::ConstantInt::get(i64, stride));
+  SmallVector<llvm::ReturnInst *> returns;
+  llvm::CloneFunctionInto(impl, lowered, map,
+                          llvm::CloneFunctionChangeType::LocalChangesOnly,
+                          returns);
+  llvm::Argument *space = impl->getArg(impl->arg_size() - 1);
+  space->setName("workspace");
+  // The slice: an opaque call whose result, like malloc's, aliases nothing
+  // else the kernel sees (slices are disjoint), so that LLVM keeps telling
+  // the temporaries apart.
+  auto *slice = llvm::Function::Create(
+      llvm::FunctionType::get(ptr, {ptr, i64}, false),
+      llvm::Function::InternalLinkage, name + ".slice", module);
+  slice->addRetAttr(llvm::Attribute::NoAlias);
+  slice->addFnAttr(llvm::Attribute::NoInline);
+  slice->addFnAttr(llvm::Attribute::NoUnwind);
+  slice->addFnAttr(llvm::Attribute::WillReturn);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", slice));
+    b.CreateRet(b.CreateGEP(b.getInt8Ty(), slice->getArg(0), slice->getArg(1)));
   }
-  b.CreateCall(lowered, arguments);
-  b.CreateRetVoid();
-  // Only the entry point is seen from outside.
+  workspace = 0;
+  llvm::SmallPtrSet<llvm::Value *, 8> slices;
+  SmallVector<llvm::CallInst *> mallocs, frees;
+  for (llvm::Instruction &inst : llvm::instructions(impl))
+    if (auto *call = dyn_cast<llvm::CallInst>(&inst);
+        call && call->getCalledFunction()) {
+      StringRef callee = call->getCalledFunction()->getName();
+      if (callee == "malloc" && isa<llvm::ConstantInt>(call->getArgOperand(0)))
+        mallocs.push_back(call);
+      else if (callee == "free")
+        frees.push_back(call);
+    }
+  for (llvm::CallInst *call : mallocs) {
+    uint64_t bytes =
+        cast<llvm::ConstantInt>(call->getArgOperand(0))->getZExtValue();
+    llvm::IRBuilder<> b(call);
+    llvm::Value *at =
+        b.CreateCall(slice, {space, llvm::ConstantInt::get(i64, workspace)});
+    call->replaceAllUsesWith(at);
+    call->eraseFromParent();
+    slices.insert(at);
+    workspace += llvm::alignTo(bytes, 64);
+  }
+  for (llvm::CallInst *call : frees)
+    if (slices.contains(call->getArgOperand(0)))
+      call->eraseFromParent();
+  impl->addFnAttr(llvm::Attribute::AlwaysInline);
+  lowered->eraseFromParent();
+
+  // <k>_ws(pointers..., workspace): the kernel, on plain pointers.
+  SmallVector<llvm::Type *> pointers(parameters.size(), ptr);
+  SmallVector<llvm::Type *> withSpace(pointers);
+  withSpace.push_back(ptr);
+  auto *withWorkspace = llvm::Function::Create(
+      llvm::FunctionType::get(voidType, withSpace, false),
+      llvm::Function::ExternalLinkage, entryName + "_ws", module);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", withWorkspace));
+    SmallVector<llvm::Value *> arguments;
+    for (auto [buffer, pointer] :
+         llvm::zip(parameters, withWorkspace->args())) {
+      pointer.setName(buffer.getSymName());
+      pointer.addAttr(llvm::Attribute::NoAlias);
+      ArrayRef<int64_t> shape = buffer.getShape();
+      SmallVector<int64_t> strides(shape.size(), 1);
+      for (int i = int(shape.size()) - 2; i >= 0; --i)
+        strides[i] = strides[i + 1] * shape[i + 1];
+      arguments.push_back(&pointer);
+      arguments.push_back(&pointer);
+      arguments.push_back(llvm::ConstantInt::get(i64, 0));
+      for (int64_t size : shape)
+        arguments.push_back(llvm::ConstantInt::get(i64, size));
+      for (int64_t stride : strides)
+        arguments.push_back(llvm::ConstantInt::get(i64, stride));
+    }
+    llvm::Argument *last = withWorkspace->getArg(parameters.size());
+    last->setName("workspace");
+    last->addAttr(llvm::Attribute::NoAlias);
+    arguments.push_back(last);
+    b.CreateCall(impl, arguments);
+    b.CreateRetVoid();
+  }
+
+  // <k>(pointers...): allocates the workspace per call.
+  auto *entry = llvm::Function::Create(
+      llvm::FunctionType::get(voidType, pointers, false),
+      llvm::Function::ExternalLinkage, entryName, module);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+    SmallVector<llvm::Value *> arguments;
+    for (auto [buffer, pointer] : llvm::zip(parameters, entry->args())) {
+      pointer.setName(buffer.getSymName());
+      arguments.push_back(&pointer);
+    }
+    llvm::Value *memory = llvm::ConstantPointerNull::get(ptr);
+    llvm::FunctionCallee mallocFn =
+        module.getOrInsertFunction("malloc", ptr, i64);
+    llvm::FunctionCallee freeFn =
+        module.getOrInsertFunction("free", voidType, ptr);
+    if (workspace)
+      memory = b.CreateCall(mallocFn, {llvm::ConstantInt::get(i64, workspace)});
+    arguments.push_back(memory);
+    b.CreateCall(withWorkspace, arguments);
+    if (workspace)
+      b.CreateCall(freeFn, {memory});
+    b.CreateRetVoid();
+  }
+
+  // <k>_workspace_size(): the bytes <k>_ws needs.
+  auto *sizeFn = llvm::Function::Create(llvm::FunctionType::get(i64, {}, false),
+                                        llvm::Function::ExternalLinkage,
+                                        entryName + "_workspace_size", module);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", sizeFn));
+    b.CreateRet(llvm::ConstantInt::get(i64, workspace));
+  }
+
+  // Only the entry points are seen from outside.
   for (llvm::Function &f : module)
-    if (&f != entry && !f.isDeclaration())
+    if (&f != entry && &f != withWorkspace && &f != sizeFn &&
+        !f.isDeclaration())
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
   for (llvm::GlobalVariable &g : module.globals())
     if (!g.isDeclaration())
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
-  lowered->addFnAttr(llvm::Attribute::AlwaysInline);
   return success();
 }
 
 LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
+                                       uint64_t &workspace,
                                        std::string &error) {
   MLIRContext *ctx = kernel.getContext();
   registerBuiltinDialectTranslation(*ctx);
@@ -236,7 +360,7 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   }
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple());
-  if (failed(addEntryPoint(kernel, *llvmModule, error)))
+  if (failed(addEntryPoints(kernel, *llvmModule, workspace, error)))
     return failure();
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get())) {
@@ -330,9 +454,11 @@ mlir::perfdojo::writeKernelLibrary(ArrayRef<LibraryKernel> kernels,
     return std::string(path);
   };
   LibraryFiles files;
+  SmallVector<uint64_t> workspaces;
   for (LibraryKernel k : kernels) {
     std::string object = join(k.program.getSymName().str() + ".o");
-    if (failed(compiler.compile(k.program, object, error))) {
+    if (failed(compiler.compile(k.program, object, workspaces.emplace_back(),
+                                error))) {
       error = "kernel '" + k.program.getSymName().str() + "': " + error;
       return failure();
     }
@@ -390,17 +516,30 @@ mlir::perfdojo::writeKernelLibrary(ArrayRef<LibraryKernel> kernels,
     << " * Every argument is a dense row-major (C order) array of the shape\n"
     << " * given below, in the kernel's declaration order; inputs are const,\n"
     << " * outputs are written entirely, and no two arrays may overlap.\n"
-    << " * f16 and bf16 elements are passed as their 16 bits. The functions\n"
-    << " * allocate their temporaries per call (reentrant); parallel kernels\n"
-    << " * run on OpenMP threads (OMP_NUM_THREADS).\n"
+    << " * f16 and bf16 elements are passed as their 16 bits. Parallel\n"
+    << " * kernels run on OpenMP threads (OMP_NUM_THREADS).\n"
+    << " *\n"
+    << " * Each kernel k has three functions: k(...) allocates its "
+       "temporaries\n"
+    << " * (one block of k_workspace_size() bytes) per call; k_ws(..., \n"
+    << " * workspace) takes them from the caller's block of at least\n"
+    << " * k_workspace_size() bytes (any alignment, not overlapping the\n"
+    << " * arrays, one block per concurrent call), which a caller that calls\n"
+    << " * k many times allocates once.\n"
     << " */\n"
     << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-    << "#include <stdint.h>\n\n"
+    << "#include <stddef.h>\n#include <stdint.h>\n\n"
     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  for (const LibraryKernel &k : kernels)
-    h << "/* " << describe(k.program) << "\n   program: " << k.origin
-      << " */\n"
-      << getLibraryDeclaration(k.program, options.prefix) << ";\n\n";
+  for (auto [k, bytes] : llvm::zip(kernels, workspaces)) {
+    KernelOp program = k.program;
+    std::string function = options.prefix + program.getSymName().str();
+    h << "/* " << describe(program) << "\n   program: " << k.origin
+      << "\n   workspace: " << bytes << " bytes */\n"
+      << getLibraryDeclaration(program, options.prefix) << ";\n"
+      << getLibraryDeclaration(program, options.prefix, /*workspace=*/true)
+      << ";\n"
+      << "size_t " << function << "_workspace_size(void);\n\n";
+  }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return files;
 }

@@ -1,4 +1,5 @@
-//===- KernelLibrary.h - Kernels compiled ahead of time into a library -*- C++ -*-===//
+//===- KernelLibrary.h - Kernels compiled ahead of time into a library -*- C++
+//-*-===//
 //
 // Library generation: a set of (tuned) kernels compiled ahead of time for a
 // CPU into one object per kernel, then a static archive, a shared library
@@ -8,8 +9,10 @@
 //   void pd_softmax(const float *x, float *y);
 //
 // Each buffer is dense and row-major (C order), in declaration order,
-// inputs const. Everything but those functions has internal linkage, so
-// libraries of different kernels link together.
+// inputs const. Beside it, `pd_softmax_ws(x, y, workspace)` takes the
+// temporaries from a caller's block of `pd_softmax_workspace_size()` bytes.
+// Everything but those functions has internal linkage, so libraries of
+// different kernels link together.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,8 +67,10 @@ FailureOr<LibraryFiles> writeKernelLibrary(ArrayRef<LibraryKernel> kernels,
                                            const LibraryOptions &options,
                                            std::string &error);
 
-/// The C declaration of a kernel's function, as the header has it.
-std::string getLibraryDeclaration(KernelOp kernel, StringRef prefix);
+/// The C declaration of a kernel's function, as the header has it; with
+/// `workspace`, of its `_ws` function, which takes the caller's workspace.
+std::string getLibraryDeclaration(KernelOp kernel, StringRef prefix,
+                                  bool workspace = false);
 
 } // namespace perfdojo
 } // namespace mlir
