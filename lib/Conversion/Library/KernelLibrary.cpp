@@ -229,32 +229,62 @@ LogicalResult LibraryCompiler::addEntryPoints(KernelOp kernel,
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", slice));
     b.CreateRet(b.CreateGEP(b.getInt8Ty(), slice->getArg(0), slice->getArg(1)));
   }
-  workspace = 0;
-  llvm::SmallPtrSet<llvm::Value *, 8> slices;
-  SmallVector<llvm::CallInst *> mallocs, frees;
-  for (llvm::Instruction &inst : llvm::instructions(impl))
-    if (auto *call = dyn_cast<llvm::CallInst>(&inst);
-        call && call->getCalledFunction()) {
-      StringRef callee = call->getCalledFunction()->getName();
-      if (callee == "malloc" && isa<llvm::ConstantInt>(call->getArgOperand(0)))
-        mallocs.push_back(call);
-      else if (callee == "free")
-        frees.push_back(call);
+  // The pointer a free releases: through pointer casts and the memref
+  // descriptor's insertvalue/extractvalue, the malloc it came from.
+  auto origin = [](llvm::Value *v) {
+    for (;;) {
+      v = v->stripPointerCasts();
+      auto *extract = dyn_cast<llvm::ExtractValueInst>(v);
+      if (!extract)
+        return v;
+      llvm::Value *aggregate = extract->getAggregateOperand();
+      llvm::Value *inserted = nullptr;
+      while (auto *insert = dyn_cast<llvm::InsertValueInst>(aggregate)) {
+        if (insert->getIndices() == extract->getIndices()) {
+          inserted = insert->getInsertedValueOperand();
+          break;
+        }
+        aggregate = insert->getAggregateOperand();
+      }
+      if (!inserted)
+        return v;
+      v = inserted;
     }
-  for (llvm::CallInst *call : mallocs) {
-    uint64_t bytes =
-        cast<llvm::ConstantInt>(call->getArgOperand(0))->getZExtValue();
-    llvm::IRBuilder<> b(call);
-    llvm::Value *at =
-        b.CreateCall(slice, {space, llvm::ConstantInt::get(i64, workspace)});
-    call->replaceAllUsesWith(at);
-    call->eraseFromParent();
-    slices.insert(at);
-    workspace += llvm::alignTo(bytes, 64);
+  };
+  auto calls = [](llvm::Value *v, StringRef name) {
+    auto *call = dyn_cast<llvm::CallInst>(v);
+    return call && call->getCalledFunction() &&
+           call->getCalledFunction()->getName() == name;
+  };
+  SmallVector<llvm::CallInst *> mallocs, frees;
+  for (llvm::Instruction &inst : llvm::instructions(impl)) {
+    auto *call = dyn_cast<llvm::CallInst>(&inst);
+    if (calls(call, "malloc") && isa<llvm::ConstantInt>(call->getArgOperand(0)))
+      mallocs.push_back(call);
+    else if (calls(call, "free"))
+      frees.push_back(call);
   }
-  for (llvm::CallInst *call : frees)
-    if (slices.contains(call->getArgOperand(0)))
+  // Every free must release a malloc it can be traced to; otherwise the
+  // kernel keeps its mallocs (the workspace is then 0 bytes and unused),
+  // rather than free a slice.
+  workspace = 0;
+  if (llvm::all_of(frees, [&](llvm::CallInst *call) {
+        return calls(origin(call->getArgOperand(0)), "malloc");
+      })) {
+    for (llvm::CallInst *call : frees)
+      if (llvm::is_contained(mallocs, origin(call->getArgOperand(0))))
+        call->eraseFromParent();
+    for (llvm::CallInst *call : mallocs) {
+      uint64_t bytes =
+          cast<llvm::ConstantInt>(call->getArgOperand(0))->getZExtValue();
+      llvm::IRBuilder<> b(call);
+      llvm::Value *at =
+          b.CreateCall(slice, {space, llvm::ConstantInt::get(i64, workspace)});
+      call->replaceAllUsesWith(at);
       call->eraseFromParent();
+      workspace += llvm::alignTo(bytes, 64);
+    }
+  }
   impl->addFnAttr(llvm::Attribute::AlwaysInline);
   lowered->eraseFromParent();
 
