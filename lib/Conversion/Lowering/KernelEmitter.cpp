@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include <map>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -327,6 +328,9 @@ Value KernelEmitter::load(AccessAttr access) {
     if (transposesInRegisters())
       if (Value block = loadTransposed(access))
         return block;
+    if (stridedLoadsInRegisters())
+      if (Value strided = loadStrided(access))
+        return strided;
     SmallVector<Value> elements;
     for (int64_t lane = 0; lane < lanes.width; ++lane)
       elements.push_back(
@@ -425,6 +429,61 @@ Value KernelEmitter::loadTransposed(AccessAttr access) {
   transposedBlocks[key] = block;
   return vector::ExtractOp::create(b, loc, block,
                                    ArrayRef<OpFoldResult>{ivs[u]});
+}
+
+Value KernelEmitter::loadStrided(AccessAttr access) {
+  int64_t width = lanes.width;
+  if (lanes.masked() || width < 2)
+    return {};
+  BufferOp buffer = bufferOf(access.getArray().getValue());
+  SmallVector<LinearForm> forms(access.getLinearForms());
+  unsigned last = forms.size() - 1;
+  int64_t stride = forms[last].coeff(lanes.depth);
+  if (stride < 2 || stride > kMaxLaneStride || buffer.getReuse()[last] != 0 ||
+      isCollapsed(buffer, last) || windowExtent(buffer, last))
+    return {};
+  for (unsigned d = 0; d < last; ++d)
+    if (forms[d].coeff(lanes.depth))
+      return {};
+  // The span from the first lane's element to the last one's, in vectors.
+  int64_t span = stride * (width - 1) + 1;
+  int64_t chunks = (span + width - 1) / width;
+  Type scalar = elementType(access.getArray().getValue());
+  auto type = VectorType::get({width}, scalar);
+  Value memref = memrefs.lookup(access.getArray().getValue());
+  SmallVector<Value> at = indices(access, 0);
+  Value first = at[last];
+  Value all;
+  for (int64_t j = 0; j < chunks; ++j) {
+    at[last] =
+        j ? arith::AddIOp::create(b, loc, first, constantIndex(j * width))
+                .getResult()
+          : first;
+    int64_t valid = std::min(width, span - j * width);
+    Value chunk =
+        valid == width
+            ? vector::LoadOp::create(b, loc, type, memref, at).getResult()
+            : vector::MaskedLoadOp::create(
+                  b, loc, type, memref, at,
+                  vector::CreateMaskOp::create(
+                      b, loc, VectorType::get({width}, b.getI1Type()),
+                      ValueRange{constantIndex(valid)}),
+                  constant(0, type))
+                  .getResult();
+    if (!all) {
+      all = chunk;
+      continue;
+    }
+    // Append the chunk: all's elements, then the chunk's.
+    int64_t size = cast<VectorType>(all.getType()).getNumElements();
+    SmallVector<int64_t> concat(size + width);
+    std::iota(concat.begin(), concat.end(), 0);
+    all = vector::ShuffleOp::create(b, loc, all, chunk, concat);
+  }
+  SmallVector<int64_t> pick;
+  for (int64_t lane = 0; lane < width; ++lane)
+    pick.push_back(lane * stride);
+  return vector::ShuffleOp::create(b, loc, all, all, pick);
 }
 
 Value KernelEmitter::emitVectorLoad(VectorType type, Value memref,

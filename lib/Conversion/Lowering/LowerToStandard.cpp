@@ -39,6 +39,7 @@ private:
   StringRef targetName() const override { return "CPU"; }
   bool maskedLanes() const override { return true; }
   bool transposesInRegisters() const override { return true; }
+  bool stridedLoadsInRegisters() const override { return true; }
   LogicalResult lowerScope(ScopeOp scope) override;
   void emitVectorStore(Value value, Value memref, ValueRange at,
                        AccessAttr access, bool reduce) override;

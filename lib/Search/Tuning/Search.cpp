@@ -171,7 +171,13 @@ public:
   /// that operand across rows in the vector lanes. Copies it (add_copy at
   /// the outermost scope) and moves the columns' dimension last
   /// (permute_dims), so that the product vectorizes along the columns as
-  /// matmul does. Takes every step back if one is refused.
+  /// matmul does. Only an operand that the scopes around the product read
+  /// again and again (relu_ffn's w, once for every row of r: at least a
+  /// vector's width of times each element) is worth the copy: each element
+  /// of a batched matrix-vector product's matrix (y[b, i] += A[b, i, k] *
+  /// x[b, k]) is read once, and its copy would cost twice what the product
+  /// reads; such a product stays vectorized along k. Takes every step back
+  /// if one is refused.
   void transposeOperands() {
     SmallVector<std::pair<MoveLocation, std::pair<std::string, unsigned>>>
         todo; // (scope location, (array, dimension of the columns))
@@ -194,10 +200,16 @@ public:
         if (in.size() < 2 || in.back().coeff(*columns) != 0)
           continue;
         bool lastReduces = false;
+        int64_t reads = 1; // of each element: the scopes that skip it
         for (auto s = op->getParentOfType<ScopeOp>(); s;
-             s = s->getParentOfType<ScopeOp>())
+             s = s->getParentOfType<ScopeOp>()) {
           lastReduces |= in.back().coeff(s.getDepth()) != 0 &&
                          !usesVariable(out, s.getDepth());
+          if (!usesVariable(in, s.getDepth()))
+            reads = std::min<int64_t>(reads * s.getSize(), int64_t(1) << 40);
+        }
+        if (reads < target.vectorWidth)
+          continue;
         for (unsigned d = 0; d + 1 < in.size(); ++d)
           if (lastReduces && in[d].coeff(*columns) != 0)
             todo.push_back({scopeLoc(op, 0),
@@ -363,8 +375,10 @@ public:
       done.push_back(id);
       int64_t size = split.getSize();
       unsigned depth = split.getDepth();
-      if (!sharesOutEvenly(size, /*least=*/1))
+      if (!sharesOutEvenly(size, /*least=*/1)) {
+        (void)shareInnerScope(id, depth);
         continue;
+      }
       size_t before = env.getMoves().size();
       bool ok = size == threads ||
                 apply(TileScopeOp::make(scopeLoc(*found, depth), size / threads));
@@ -377,18 +391,56 @@ public:
       }
       ok = !partial.empty() &&
            apply(ParallelizeOp::make(partialLocation(partial, depth)));
-      if (!ok)
+      if (!ok) {
         rollBackTo(before);
-      else
+        (void)shareInnerScope(id, depth);
+      } else {
         partials.push_back(partial);
+      }
     }
+  }
+
+  /// A reduction whose output a scope inside its split scope indexes (a
+  /// column maximum, 4096 rows around 1000 columns: y[{1}] max= x[{0},{1}])
+  /// has no partials to combine after that scope (split_reduction refuses
+  /// it). The threads take even shares of the outermost such scope
+  /// instead, brought above the split scope: `2:p 4096 500 y[{0}*500+{2}]
+  /// max= x[{1},{0}*500+{2}]`, each thread reading its half of every row
+  /// in order and updating its own elements. A share of at least a vector
+  /// each. Returns whether it did; nothing changes otherwise.
+  bool shareInnerScope(StringRef id, unsigned depth) {
+    std::optional<ComputeOp> op = findOpAt(id);
+    if (!op)
+      return false;
+    SmallVector<LinearForm> forms(op->getOut().getLinearForms());
+    ScopeOp inner;
+    for (auto s = dyn_cast<ScopeOp>((*op)->getParentOp());
+         s && s.getDepth() > depth; s = dyn_cast<ScopeOp>(s->getParentOp()))
+      if (usesVariable(forms, s.getDepth()))
+        inner = s;
+    if (!inner || inner.getMapping() != Mapping::seq ||
+        !sharesOutEvenly(inner.getSize(), target.vectorWidth))
+      return false;
+    size_t before = env.getMoves().size();
+    unsigned d = inner.getDepth();
+    bool ok = apply(
+        TileScopeOp::make(scopeLoc(*op, d), inner.getSize() / target.threads));
+    for (unsigned k = d; ok && k-- > depth;)
+      ok = apply(SwapNestedScopesOp::make(scopeLoc(*findOpAt(id), k)));
+    if (!ok || !apply(ParallelizeOp::make(scopeLoc(*findOpAt(id), depth)))) {
+      rollBackTo(before);
+      return false;
+    }
+    return true;
   }
 
   /// The scope that splitLongReductions splits among the threads for the
   /// reduction `op`, or null: its outermost scope that the output does not
   /// index, sequential with `op` its only operation, where the scopes
-  /// around `op` are sequential or parallel, reduce at least 2^16
-  /// elements and leave fewer than 4 independent iterations a thread.
+  /// around `op` are sequential or parallel, run `op` at least 2^16 times
+  /// from that scope inward (a row sum's 65,536 elements, or a column
+  /// max's 4,096 rows of 1,000 columns, the columns inside the rows) and
+  /// leave fewer than 4 independent iterations a thread outside it.
   ScopeOp longReductionScope(ComputeOp op) {
     if (op.getReduction() == Reduction::none)
       return ScopeOp();
@@ -398,23 +450,22 @@ public:
     for (auto s = dyn_cast<ScopeOp>(op->getParentOp()); s;
          s = dyn_cast<ScopeOp>(s->getParentOp()))
       around.insert(around.begin(), s);
-    int64_t outside = 1, reduced = 1;
+    int64_t outside = 1, inside = 1;
     ScopeOp first;
     for (ScopeOp s : around) {
       if (s.getMapping() != Mapping::seq && s.getMapping() != Mapping::parallel)
         return ScopeOp();
-      if (usesVariable(forms, s.getDepth())) {
-        if (!first)
-          outside *= s.getSize();
-      } else {
-        if (!first)
-          first = s;
-        reduced = std::min<int64_t>(reduced * s.getSize(), int64_t(1) << 40);
-      }
+      bool independent = usesVariable(forms, s.getDepth());
+      if (!first && !independent)
+        first = s;
+      if (!first)
+        outside *= s.getSize();
+      else
+        inside = std::min<int64_t>(inside * s.getSize(), int64_t(1) << 40);
     }
     // Enough independent work around it, or too little to split.
     if (!first || outside >= 4 * int64_t(target.threads) ||
-        reduced < (int64_t(1) << 16) || first.getMapping() != Mapping::seq)
+        inside < (int64_t(1) << 16) || first.getMapping() != Mapping::seq)
       return ScopeOp();
     int64_t ops = 0;
     first.walk([&](ComputeOp) { ++ops; });

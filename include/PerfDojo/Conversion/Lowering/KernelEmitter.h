@@ -260,6 +260,22 @@ protected:
   /// scalar loads per iteration. Null where the pattern does not hold or
   /// something under U writes the operand's buffer.
   Value loadTransposed(AccessAttr access);
+  /// The largest step between the elements of consecutive lanes that
+  /// loadStrided reads as whole vectors (4: four vector loads for each).
+  static constexpr int64_t kMaxLaneStride = 4;
+  /// Whether the target reads lanes that step by a few elements along an
+  /// operand's last dimension as vectors (loadStrided).
+  virtual bool stridedLoadsInRegisters() const { return false; }
+  /// A gathered read whose lanes step by S (2 to kMaxLaneStride) along the
+  /// operand's last dimension and along no other (a 2x2 pool's
+  /// `x[.., {w}*2+{dx}]`, a stride-2 convolution's input): the S(W-1)+1
+  /// elements from the first lane's to the last one's are read as
+  /// ceil((S(W-1)+1) / W) vectors of W, the last one masked to end at the
+  /// last lane's element (nothing past what the lanes read is touched),
+  /// and one shuffle picks every S-th element, instead of W scalar loads.
+  /// Null where the pattern does not hold (masked lanes: a scope whose
+  /// size is not a power of two).
+  Value loadStrided(AccessAttr access);
   /// The transposed blocks loadTransposed built, by access and U's loop.
   llvm::DenseMap<std::pair<Attribute, Operation *>, Value> transposedBlocks;
   /// Stores `value` (combined with the element for a reduction) into the
