@@ -234,11 +234,10 @@ LogicalResult mlir::perfdojo::canSplitBuffer(BufferOp buffer, StringRef array,
     return failure();
   }
   auto kernel = buffer->getParentOfType<KernelOp>();
-  for (auto other : kernel.getBodyBlock().getOps<BufferOp>())
-    if (other.getSymName() == array) {
-      reason = "a buffer named '" + array.str() + "' already exists";
-      return failure();
-    }
+  if (kernel.lookupBuffer(array)) {
+    reason = "a buffer named '" + array.str() + "' already exists";
+    return failure();
+  }
   SmallVector<StringRef> rest;
   for (StringRef name : arrays)
     if (name != array)

@@ -201,9 +201,7 @@ mlir::perfdojo::resolveLocation(KernelOp kernel, LocationKind kind,
   ResolvedLocation resolved;
   resolved.kernel = kernel;
   if (kind == LocationKind::Buffer || kind == LocationKind::BufferDim) {
-    for (BufferOp buffer : kernel.getBuffers())
-      if (buffer.getSymName() == location.name)
-        resolved.buffer = buffer;
+    resolved.buffer = kernel.lookupBuffer(location.name);
     if (!resolved.buffer) {
       error = "no buffer named '" + location.name + "'";
       return failure();

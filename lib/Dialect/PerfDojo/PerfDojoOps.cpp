@@ -94,6 +94,13 @@ BufferOp KernelOp::lookupArray(StringRef array) {
   return nullptr;
 }
 
+BufferOp KernelOp::lookupBuffer(StringRef name) {
+  for (BufferOp buffer : getBuffers())
+    if (buffer.getSymName() == name)
+      return buffer;
+  return nullptr;
+}
+
 LogicalResult KernelOp::verifyRegions() {
   if (!isIdentifier(getSymName()))
     return emitOpError("name '")

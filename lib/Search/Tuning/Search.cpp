@@ -2,6 +2,7 @@
 
 #include "PerfDojo/Search/Tuning/Search.h"
 #include "PerfDojo/Conversion/GPU/Passes.h"
+#include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
 #include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
@@ -757,19 +758,44 @@ public:
   static constexpr int64_t kCachedOperandBytes = 64 * 1024;
 
   /// How an access uses the variable of depth `depth`: not at all, as the
-  /// unit-stride index of its last dimension only, or otherwise (scattered).
-  enum class AccessUse { Unused, Contiguous, Scattered };
-  static AccessUse classify(AccessAttr access, unsigned depth) {
+  /// unit-stride index of its last dimension only, as a step of 2 to
+  /// KernelEmitter::kMaxLaneStride along it only (strided: on the CPU, a
+  /// read whose lanes the lowering loads as whole vectors and one
+  /// shuffle), or otherwise (scattered).
+  enum class AccessUse { Unused, Contiguous, Strided, Scattered };
+  AccessUse classify(AccessAttr access, unsigned depth) const {
     SmallVector<LinearForm> forms(access.getLinearForms());
     AccessUse use = AccessUse::Unused;
     for (auto [d, form] : llvm::enumerate(forms)) {
       int64_t c = form.coeff(depth);
-      if (c != 0 && (d + 1 != forms.size() || c != 1))
+      if (c == 0)
+        continue;
+      if (d + 1 != forms.size())
         return AccessUse::Scattered;
-      if (c != 0)
+      if (c == 1)
         use = AccessUse::Contiguous;
+      else if (!target.gpu && c >= 2 && c <= KernelEmitter::kMaxLaneStride)
+        use = AccessUse::Strided;
+      else
+        return AccessUse::Scattered;
     }
     return use;
+  }
+  /// classify, where a strided output (stored lane by lane) scatters.
+  AccessUse classify(AccessAttr access, unsigned depth, bool isOutput) const {
+    AccessUse use = classify(access, depth);
+    return isOutput && use == AccessUse::Strided ? AccessUse::Scattered : use;
+  }
+
+  /// Calls `visit` on every access of the kernel in program order, each
+  /// operation's output first, with its operation.
+  void forEachKernelAccess(function_ref<void(ComputeOp, AccessAttr)> visit) {
+    env.getKernel().walk([&](ComputeOp op) {
+      visit(op, op.getOut());
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          visit(op, access);
+    });
   }
 
   /// Calls `visit` on every access under `scope`, telling outputs apart.
@@ -786,16 +812,20 @@ public:
   /// How well the operations under `scope` would vectorize along the
   /// variable of depth `depth`: +1 per access contiguous along it
   /// (coefficient 1 in the last dimension only; +2 for an output, whose
-  /// stores and reductions then stay in the lanes), -1 per access it
-  /// scatters (any other use), 0 per access it does not index.
-  static int contiguityScore(ScopeOp scope, unsigned depth) {
+  /// stores and reductions then stay in the lanes) or a strided input
+  /// (a stride-2 convolution's x along its output columns), -1 per access
+  /// it scatters (any other use), 0 per access it does not index.
+  int contiguityScore(ScopeOp scope, unsigned depth) const {
     int score = 0;
     forEachAccess(scope, [&](AccessAttr access, bool isOutput) {
-      switch (classify(access, depth)) {
+      switch (classify(access, depth, isOutput)) {
       case AccessUse::Unused:
         return;
       case AccessUse::Contiguous:
         score += isOutput ? 2 : 1;
+        return;
+      case AccessUse::Strided:
+        score += 1;
         return;
       case AccessUse::Scattered:
         score -= 1;
@@ -806,11 +836,12 @@ public:
   }
 
   /// Whether some access under `scope` uses the variable of depth `depth`
-  /// other than as the unit-stride index of its last dimension.
-  static bool scatters(ScopeOp scope, unsigned depth) {
+  /// other than as the unit-stride index of its last dimension (or a
+  /// strided input's).
+  bool scatters(ScopeOp scope, unsigned depth) const {
     bool scattered = false;
-    forEachAccess(scope, [&](AccessAttr access, bool) {
-      scattered |= classify(access, depth) == AccessUse::Scattered;
+    forEachAccess(scope, [&](AccessAttr access, bool isOutput) {
+      scattered |= classify(access, depth, isOutput) == AccessUse::Scattered;
     });
     return scattered;
   }
@@ -2396,20 +2427,15 @@ public:
     // The first access to the array, and the variable of its index there.
     ScopeOp scope;
     bool found = false;
-    env.getKernel().walk([&](ComputeOp op) {
-      SmallVector<Attribute> accesses{op.getOut()};
-      llvm::append_range(accesses, op.getInputs());
-      for (Attribute attr : accesses) {
-        auto access = dyn_cast<AccessAttr>(attr);
-        if (found || !access || access.getArray().getValue() != array ||
-            access.getLinearForms().size() <= dim)
-          continue;
-        found = true;
-        const LinearForm &form = access.getLinearForms()[dim];
-        for (unsigned d = 0; d < form.getNumDims(); ++d)
-          if (form.coeff(d))
-            scope = scopeAt(op, d);
-      }
+    forEachKernelAccess([&](ComputeOp op, AccessAttr access) {
+      if (found || access.getArray().getValue() != array ||
+          access.getLinearForms().size() <= dim)
+        return;
+      found = true;
+      const LinearForm &form = access.getLinearForms()[dim];
+      for (unsigned d = 0; d < form.getNumDims(); ++d)
+        if (form.coeff(d))
+          scope = scopeAt(op, d);
     });
     // A scope that parallelizeBlocks splits gets slots per block anyway.
     if (!scope || int64_t(scope.getSize()) < target.threads ||
@@ -2527,40 +2553,30 @@ public:
     for (BufferOp buffer : env.getKernel().getBuffers())
       if (buffer.isTemporary())
         names.push_back(buffer.getSymName().str());
-    auto bufferNamed = [&](StringRef name) {
-      for (BufferOp buffer : env.getKernel().getBuffers())
-        if (buffer.getSymName() == name)
-          return buffer;
-      return BufferOp();
-    };
     // Whether every access indexes dimension `dim` of `buffer` by exactly
     // the variable of a vector scope.
     auto lanesOnly = [&](StringRef buffer, unsigned dim) {
-      BufferOp op = bufferNamed(buffer);
+      BufferOp op = env.getKernel().lookupBuffer(buffer);
       llvm::StringSet<> arrays;
       for (StringRef name : op.getArrays().getAsValueRange<StringAttr>())
         arrays.insert(name);
       bool lanes = true;
-      env.getKernel().walk([&](ComputeOp compute) {
-        SmallVector<Attribute> accesses{compute.getOut()};
-        llvm::append_range(accesses, compute.getInputs());
-        for (Attribute attr : accesses) {
-          auto access = dyn_cast<AccessAttr>(attr);
-          if (!access || !arrays.contains(access.getArray().getValue()))
-            continue;
-          const LinearForm &form = access.getLinearForms()[dim];
-          unsigned n = form.getNumDims();
-          lanes &=
-              form.constant == 0 && n > 0 && form.coeff(n - 1) == 1 &&
-              llvm::count_if(form.coeffs, [](int64_t c) { return c; }) == 1 &&
-              scopeAt(compute, n - 1).getMapping() == Mapping::vector;
-        }
+      forEachKernelAccess([&](ComputeOp compute, AccessAttr access) {
+        if (!arrays.contains(access.getArray().getValue()))
+          return;
+        const LinearForm &form = access.getLinearForms()[dim];
+        unsigned n = form.getNumDims();
+        lanes &=
+            form.constant == 0 && n > 0 && form.coeff(n - 1) == 1 &&
+            llvm::count_if(form.coeffs, [](int64_t c) { return c; }) == 1 &&
+            scopeAt(compute, n - 1).getMapping() == Mapping::vector;
       });
       return lanes;
     };
     for (const std::string &name : names) {
-      for (unsigned dim = bufferNamed(name).getShape().size(); dim-- > 0;) {
-        BufferOp buffer = bufferNamed(name);
+      for (unsigned dim = env.getKernel().lookupBuffer(name).getShape().size();
+           dim-- > 0;) {
+        BufferOp buffer = env.getKernel().lookupBuffer(name);
         if (buffer.getReuse()[dim] != 0)
           continue;
         for (int64_t inner : getSplitDimSizes(buffer, dim)) {

@@ -73,6 +73,9 @@ public:
       "which would take minutes to compile";
   static constexpr int64_t kMaxEmittedOperations = 400'000;
 
+  /// The largest step between the elements of consecutive lanes that
+  /// loadStrided reads as whole vectors (4: four vector loads for each).
+  static constexpr int64_t kMaxLaneStride = 4;
   /// The outermost unrolled scope under `root` at which the copies that
   /// unrolling emits pass kMaxUnrolledCopies, or null if they do not.
   static ScopeOp findExcessUnrolling(Operation *root);
@@ -260,9 +263,6 @@ protected:
   /// scalar loads per iteration. Null where the pattern does not hold or
   /// something under U writes the operand's buffer.
   Value loadTransposed(AccessAttr access);
-  /// The largest step between the elements of consecutive lanes that
-  /// loadStrided reads as whole vectors (4: four vector loads for each).
-  static constexpr int64_t kMaxLaneStride = 4;
   /// Whether the target reads lanes that step by a few elements along an
   /// operand's last dimension as vectors (loadStrided).
   virtual bool stridedLoadsInRegisters() const { return false; }

@@ -50,6 +50,9 @@ def PerfDojo_KernelOp : PerfDojo_Op<"kernel", [
     auto getBuffers() { return getBody().front().getOps<BufferOp>(); }
     /// Returns the buffer that declares `array`, or null.
     BufferOp lookupArray(::llvm::StringRef array);
+    /// Returns the buffer named `name` (its symbol, which may differ from
+    /// its arrays' names once buffers are shared), or null.
+    BufferOp lookupBuffer(::llvm::StringRef name);
     /// Appends an operation at the end of the kernel body.
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
   }];
