@@ -32,9 +32,14 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out-dir", default="/tmp/perfdojo-expert-unseen")
+    ap.add_argument("--folder", default=os.path.join(ROOT, "kernels", "unseen"),
+                    help="the kernels' folder (default: kernels/unseen; "
+                         "bench/probe for the probe set)")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
-    folder = os.path.join(ROOT, "kernels", "unseen")
+    folder = args.folder
+    if not os.path.isdir(folder):
+        sys.exit("expert_unseen.py: no folder '%s'" % folder)
     names = (args.kernels.split(",") if args.kernels else sorted(
         f[:-3] for f in os.listdir(folder) if f.endswith(".pd")))
 
@@ -62,8 +67,9 @@ def main():
         sys.stdout.flush()
     if logs:
         print("\nGeometric mean speedup of the expert over the naive kernel "
-              "on %d unseen kernels: %.2fx (%d threads)"
-              % (len(logs), math.exp(sum(logs) / len(logs)), args.threads))
+              "on %d kernels of %s: %.2fx (%d threads)"
+              % (len(logs), os.path.relpath(folder, ROOT),
+                 math.exp(sum(logs) / len(logs)), args.threads))
 
 
 if __name__ == "__main__":
