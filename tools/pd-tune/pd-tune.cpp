@@ -149,7 +149,9 @@ static cl::opt<unsigned> confirmRounds(
     "confirm", cl::cat(tuneCategory), cl::init(3),
     cl::desc("random, anneal on the CPU: time the best 4 programs again in "
              "this many interleaved rounds and answer with the lowest "
-             "median (0: the first best time stands)"));
+             "median; naive, greedy, expert: time a program that measured "
+             "slower than the starting kernel again with it before keeping "
+             "the starting kernel (0: the first times stand)"));
 static cl::opt<bool> allowSlower(
     "allow-slower", cl::cat(tuneCategory),
     cl::desc("naive, greedy, expert: answer with the heuristic's program "
