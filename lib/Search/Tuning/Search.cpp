@@ -888,19 +888,22 @@ public:
   ///
   /// A scope that writes its results contiguously and is at least a
   /// vector wide also moves inward past a short reduction window (a
-  /// pooling window, whose variables the results do not use), even when
-  /// it scatters an input: a 2x2 max-pool's output columns read x at
-  /// stride 2, yet vectors along them keep the maxima in the lanes, where
-  /// vectors along the window would reduce two lanes at a time. A
-  /// transposing copy moves its output's contiguous scope inward too
-  /// (transposingCopy).
+  /// pooling window, whose variables the results do not use) when it
+  /// reads its inputs contiguously or strided (a 2x2 max-pool's output
+  /// columns read x at stride 2; vectors along them keep the maxima in the
+  /// lanes, where vectors along the window would reduce two lanes at a
+  /// time), not when it would gather an input lane by lane (a global
+  /// average pool's channels, x[n, c, h, w] read 49 elements apart around
+  /// its 7 x 7 window). A transposing copy moves its output's contiguous
+  /// scope inward too (transposingCopy).
   void bringContiguousInward() {
     exhaust<SwapNestedScopesOp>([&](const MoveInstance &move) {
       ScopeOp scope = scopeOf(move);
       if (!scope)
         return false;
       auto inner = cast<ScopeOp>(scope.getBodyBlock().front());
-      if (isWindow(inner) && writesContiguously(scope))
+      if (isWindow(inner) && writesContiguously(scope) &&
+          !scatters(scope, scope.getDepth()))
         return true;
       if (transposingCopy(scope, inner))
         return true;
