@@ -156,6 +156,76 @@ LogicalResult LibraryCompiler::setUp(std::string &error) {
   return success();
 }
 
+/// The pointer that `v` (a free's argument) holds: through pointer casts
+/// and the memref descriptor's insertvalue/extractvalue, the value first
+/// stored (a malloc's result, where the kernel allocated it).
+static llvm::Value *traceAllocation(llvm::Value *v) {
+  for (;;) {
+    v = v->stripPointerCasts();
+    auto *extract = dyn_cast<llvm::ExtractValueInst>(v);
+    if (!extract)
+      return v;
+    llvm::Value *aggregate = extract->getAggregateOperand();
+    llvm::Value *inserted = nullptr;
+    while (auto *insert = dyn_cast<llvm::InsertValueInst>(aggregate)) {
+      if (insert->getIndices() == extract->getIndices()) {
+        inserted = insert->getInsertedValueOperand();
+        break;
+      }
+      aggregate = insert->getAggregateOperand();
+    }
+    if (!inserted)
+      return v;
+    v = inserted;
+  }
+}
+
+/// Whether `v` is a direct call of the function `name`.
+static bool isCallTo(llvm::Value *v, StringRef name) {
+  auto *call = dyn_cast_or_null<llvm::CallInst>(v);
+  return call && call->getCalledFunction() &&
+         call->getCalledFunction()->getName() == name;
+}
+
+/// Turns each malloc of a constant size in `impl` (a heap temporary, with
+/// the slack its 64-byte alignment needs) into a call of `slice` at the
+/// next multiple of 64 bytes of `space`, and deletes its free. Only where
+/// every free of `impl` releases a malloc it can be traced to; otherwise
+/// `impl` keeps its mallocs, rather than free a slice. Returns the bytes
+/// of workspace the slices take (0 when nothing changed).
+static uint64_t sliceTemporaries(llvm::Function &impl, llvm::Function *slice,
+                                 llvm::Argument *space) {
+  SmallVector<llvm::CallInst *> mallocs, frees;
+  for (llvm::Instruction &inst : llvm::instructions(impl)) {
+    auto *call = dyn_cast<llvm::CallInst>(&inst);
+    if (isCallTo(call, "malloc") &&
+        isa<llvm::ConstantInt>(call->getArgOperand(0)))
+      mallocs.push_back(call);
+    else if (isCallTo(call, "free"))
+      frees.push_back(call);
+  }
+  if (!llvm::all_of(frees, [](llvm::CallInst *call) {
+        return isCallTo(traceAllocation(call->getArgOperand(0)), "malloc");
+      }))
+    return 0;
+  for (llvm::CallInst *call : frees)
+    if (llvm::is_contained(mallocs, traceAllocation(call->getArgOperand(0))))
+      call->eraseFromParent();
+  uint64_t workspace = 0;
+  auto *i64 = llvm::Type::getInt64Ty(impl.getContext());
+  for (llvm::CallInst *call : mallocs) {
+    uint64_t bytes =
+        cast<llvm::ConstantInt>(call->getArgOperand(0))->getZExtValue();
+    llvm::IRBuilder<> b(call);
+    llvm::Value *at =
+        b.CreateCall(slice, {space, llvm::ConstantInt::get(i64, workspace)});
+    call->replaceAllUsesWith(at);
+    call->eraseFromParent();
+    workspace += llvm::alignTo(bytes, 64);
+  }
+  return workspace;
+}
+
 LogicalResult LibraryCompiler::addEntryPoints(KernelOp kernel,
                                               llvm::Module &module,
                                               uint64_t &workspace,
@@ -190,8 +260,7 @@ LogicalResult LibraryCompiler::addEntryPoints(KernelOp kernel,
        {entryName, entryName + "_ws", entryName + "_workspace_size"})
     if (module.getFunction(n)) {
       error = "the entry point '" + n +
-              "' clashes with a function of the "
-              "lowered kernel";
+              "' clashes with a function of the lowered kernel";
       return failure();
     }
 
@@ -229,62 +298,7 @@ LogicalResult LibraryCompiler::addEntryPoints(KernelOp kernel,
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", slice));
     b.CreateRet(b.CreateGEP(b.getInt8Ty(), slice->getArg(0), slice->getArg(1)));
   }
-  // The pointer a free releases: through pointer casts and the memref
-  // descriptor's insertvalue/extractvalue, the malloc it came from.
-  auto origin = [](llvm::Value *v) {
-    for (;;) {
-      v = v->stripPointerCasts();
-      auto *extract = dyn_cast<llvm::ExtractValueInst>(v);
-      if (!extract)
-        return v;
-      llvm::Value *aggregate = extract->getAggregateOperand();
-      llvm::Value *inserted = nullptr;
-      while (auto *insert = dyn_cast<llvm::InsertValueInst>(aggregate)) {
-        if (insert->getIndices() == extract->getIndices()) {
-          inserted = insert->getInsertedValueOperand();
-          break;
-        }
-        aggregate = insert->getAggregateOperand();
-      }
-      if (!inserted)
-        return v;
-      v = inserted;
-    }
-  };
-  auto calls = [](llvm::Value *v, StringRef name) {
-    auto *call = dyn_cast<llvm::CallInst>(v);
-    return call && call->getCalledFunction() &&
-           call->getCalledFunction()->getName() == name;
-  };
-  SmallVector<llvm::CallInst *> mallocs, frees;
-  for (llvm::Instruction &inst : llvm::instructions(impl)) {
-    auto *call = dyn_cast<llvm::CallInst>(&inst);
-    if (calls(call, "malloc") && isa<llvm::ConstantInt>(call->getArgOperand(0)))
-      mallocs.push_back(call);
-    else if (calls(call, "free"))
-      frees.push_back(call);
-  }
-  // Every free must release a malloc it can be traced to; otherwise the
-  // kernel keeps its mallocs (the workspace is then 0 bytes and unused),
-  // rather than free a slice.
-  workspace = 0;
-  if (llvm::all_of(frees, [&](llvm::CallInst *call) {
-        return calls(origin(call->getArgOperand(0)), "malloc");
-      })) {
-    for (llvm::CallInst *call : frees)
-      if (llvm::is_contained(mallocs, origin(call->getArgOperand(0))))
-        call->eraseFromParent();
-    for (llvm::CallInst *call : mallocs) {
-      uint64_t bytes =
-          cast<llvm::ConstantInt>(call->getArgOperand(0))->getZExtValue();
-      llvm::IRBuilder<> b(call);
-      llvm::Value *at =
-          b.CreateCall(slice, {space, llvm::ConstantInt::get(i64, workspace)});
-      call->replaceAllUsesWith(at);
-      call->eraseFromParent();
-      workspace += llvm::alignTo(bytes, 64);
-    }
-  }
+  workspace = sliceTemporaries(*impl, slice, space);
   impl->addFnAttr(llvm::Attribute::AlwaysInline);
   lowered->eraseFromParent();
 

@@ -651,7 +651,7 @@ public:
           !splitsIntoBlocks(scope))
         continue;
       llvm::StringSet<> touched;
-      forEachAccess(scope, [&](AccessAttr access, bool) {
+      forEachAccess(scope, [&](ComputeOp, AccessAttr access, bool) {
         touched.insert(access.getArray().getValue());
       });
       MoveLocation block = scopeLoc(first, 0);
@@ -787,25 +787,17 @@ public:
     return isOutput && use == AccessUse::Strided ? AccessUse::Scattered : use;
   }
 
-  /// Calls `visit` on every access of the kernel in program order, each
-  /// operation's output first, with its operation.
-  void forEachKernelAccess(function_ref<void(ComputeOp, AccessAttr)> visit) {
-    env.getKernel().walk([&](ComputeOp op) {
-      visit(op, op.getOut());
+  /// Calls `visit` on every access under `root` (a scope, or the whole
+  /// kernel) in program order, each operation's output first, with its
+  /// operation and whether it is the output.
+  static void
+  forEachAccess(Operation *root,
+                function_ref<void(ComputeOp, AccessAttr, bool)> visit) {
+    root->walk([&](ComputeOp op) {
+      visit(op, op.getOut(), /*isOutput=*/true);
       for (Attribute input : op.getInputs())
         if (auto access = dyn_cast<AccessAttr>(input))
-          visit(op, access);
-    });
-  }
-
-  /// Calls `visit` on every access under `scope`, telling outputs apart.
-  static void forEachAccess(ScopeOp scope,
-                            function_ref<void(AccessAttr, bool)> visit) {
-    scope.walk([&](ComputeOp op) {
-      visit(op.getOut(), /*isOutput=*/true);
-      for (Attribute input : op.getInputs())
-        if (auto access = dyn_cast<AccessAttr>(input))
-          visit(access, /*isOutput=*/false);
+          visit(op, access, /*isOutput=*/false);
     });
   }
 
@@ -817,7 +809,7 @@ public:
   /// it scatters (any other use), 0 per access it does not index.
   int contiguityScore(ScopeOp scope, unsigned depth) const {
     int score = 0;
-    forEachAccess(scope, [&](AccessAttr access, bool isOutput) {
+    forEachAccess(scope, [&](ComputeOp, AccessAttr access, bool isOutput) {
       switch (classify(access, depth, isOutput)) {
       case AccessUse::Unused:
         return;
@@ -840,7 +832,7 @@ public:
   /// strided input's).
   bool scatters(ScopeOp scope, unsigned depth) const {
     bool scattered = false;
-    forEachAccess(scope, [&](AccessAttr access, bool isOutput) {
+    forEachAccess(scope, [&](ComputeOp, AccessAttr access, bool isOutput) {
       scattered |= classify(access, depth, isOutput) == AccessUse::Scattered;
     });
     return scattered;
@@ -2430,7 +2422,7 @@ public:
     // The first access to the array, and the variable of its index there.
     ScopeOp scope;
     bool found = false;
-    forEachKernelAccess([&](ComputeOp op, AccessAttr access) {
+    forEachAccess(env.getKernel(), [&](ComputeOp op, AccessAttr access, bool) {
       if (found || access.getArray().getValue() != array ||
           access.getLinearForms().size() <= dim)
         return;
@@ -2564,7 +2556,8 @@ public:
       for (StringRef name : op.getArrays().getAsValueRange<StringAttr>())
         arrays.insert(name);
       bool lanes = true;
-      forEachKernelAccess([&](ComputeOp compute, AccessAttr access) {
+      forEachAccess(env.getKernel(), [&](ComputeOp compute, AccessAttr access,
+                                         bool) {
         if (!arrays.contains(access.getArray().getValue()))
           return;
         const LinearForm &form = access.getLinearForms()[dim];

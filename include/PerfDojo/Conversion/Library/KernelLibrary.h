@@ -1,5 +1,4 @@
-//===- KernelLibrary.h - Kernels compiled ahead of time into a library -*- C++
-//-*-===//
+//===- KernelLibrary.h - Kernels compiled ahead of time ---------*- C++ -*-===//
 //
 // Library generation: a set of (tuned) kernels compiled ahead of time for a
 // CPU into one object per kernel, then a static archive, a shared library
