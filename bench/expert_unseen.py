@@ -28,6 +28,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", default="",
@@ -60,7 +65,7 @@ def main():
         # An expert program that failed its check against the float32
         # kernel (a long float32 sum, itself inaccurate) is checked again
         # against the float64 interpreter, and the row says so.
-        if not run.returncode and json.load(open(out)).get("failures"):
+        if not run.returncode and load(out).get("failures"):
             run = subprocess.run(cmd + ["--check-against=interpreter"],
                                  capture_output=True, text=True)
             note = " (checked against float64)"
@@ -68,7 +73,7 @@ def main():
             reason = (run.stderr.strip().splitlines() or ["?"])[-1]
             print("| %s | error: %s | | | | |" % (name, reason))
             continue
-        r = json.load(open(out))
+        r = load(out)
         if r.get("failures"):
             note = " (the expert's program failed its check: naive kept)"
         speedup = r["start_ms"] / r["best_ms"]

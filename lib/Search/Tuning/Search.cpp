@@ -116,6 +116,19 @@ public:
         forms, [&](const LinearForm &f) { return f.coeff(depth) != 0; });
   }
 
+  /// How often `op` visits each element that `forms` index: the product of
+  /// the sizes of the scopes around it whose variables they do not use (a
+  /// product's reduction steps for its output; the reads of each element
+  /// of an operand), at most 2^40.
+  static int64_t visitsPerElement(ComputeOp op, ArrayRef<LinearForm> forms) {
+    int64_t visits = 1;
+    for (auto s = op->getParentOfType<ScopeOp>(); s;
+         s = s->getParentOfType<ScopeOp>())
+      if (!usesVariable(forms, s.getDepth()))
+        visits = std::min<int64_t>(visits * s.getSize(), int64_t(1) << 40);
+    return visits;
+  }
+
   /// Applies the first legal instance of `name` accepted by `accept` until
   /// there is none; returns how many were applied.
   template <typename MoveOpT>
@@ -201,15 +214,11 @@ public:
         if (in.size() < 2 || in.back().coeff(*columns) != 0)
           continue;
         bool lastReduces = false;
-        int64_t reads = 1; // of each element: the scopes that skip it
         for (auto s = op->getParentOfType<ScopeOp>(); s;
-             s = s->getParentOfType<ScopeOp>()) {
+             s = s->getParentOfType<ScopeOp>())
           lastReduces |= in.back().coeff(s.getDepth()) != 0 &&
                          !usesVariable(out, s.getDepth());
-          if (!usesVariable(in, s.getDepth()))
-            reads = std::min<int64_t>(reads * s.getSize(), int64_t(1) << 40);
-        }
-        if (reads < target.vectorWidth)
+        if (visitsPerElement(op, in) < target.vectorWidth)
           continue;
         for (unsigned d = 0; d + 1 < in.size(); ++d)
           if (lastReduces && in[d].coeff(*columns) != 0)
@@ -2018,12 +2027,7 @@ public:
     // rows, each register tile writes a strip of a few rows apart (6 x
     // 256 bytes, 96 KiB from one row to the next): 5-8 ms against 2.6 ms
     // for 4096 x 16 by 16 x 4096.
-    int64_t perElement = 1;
-    for (auto s = q->op->getParentOfType<ScopeOp>(); s;
-         s = s->getParentOfType<ScopeOp>())
-      if (!usesVariable(forms, s.getDepth()))
-        perElement *= s.getSize();
-    if (perElement < kMinPanelReduction)
+    if (visitsPerElement(q->op, forms) < kMinPanelReduction)
       return;
     // A panel that few rows read (the rows peeled off a product's tiles:
     // gemm's last 4 of 1024) would cost about as much to copy as they
