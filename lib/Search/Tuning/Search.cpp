@@ -1664,6 +1664,38 @@ public:
   }
   static constexpr int64_t kStreamRows = 8;
 
+  /// The sequential scopes (their depths) between the vector scope of
+  /// `op` and the first scope above it for which `stop` holds (`at`; null
+  /// when none does), unrolled ones passed over, and the vectors they hold
+  /// together. Nothing when `op` is not in a vector scope or one of those
+  /// scopes is mapped otherwise.
+  struct LoopsAboveLanes {
+    SmallVector<unsigned> depths;
+    int64_t vectors = 1;
+    ScopeOp at;
+  };
+  static std::optional<LoopsAboveLanes>
+  loopsAboveLanes(ComputeOp op, function_ref<bool(ScopeOp)> stop) {
+    auto vector = dyn_cast<ScopeOp>(op->getParentOp());
+    if (!vector || vector.getMapping() != Mapping::vector)
+      return std::nullopt;
+    LoopsAboveLanes loops;
+    for (auto s = dyn_cast<ScopeOp>(vector->getParentOp()); s;
+         s = dyn_cast<ScopeOp>(s->getParentOp())) {
+      if (stop(s)) {
+        loops.at = s;
+        break;
+      }
+      if (s.getMapping() == Mapping::unroll)
+        continue;
+      if (s.getMapping() != Mapping::seq)
+        return std::nullopt;
+      loops.vectors *= s.getSize();
+      loops.depths.push_back(s.getDepth());
+    }
+    return loops;
+  }
+
   /// A vector reduction that no register tile took (not a product: a
   /// depthwise convolution over channels-last data, y[n,h,w,c] +=
   /// x[n,h+i,w+j,c] * w[i,j,c]; a sum over the middle axis) whose lanes
@@ -1687,30 +1719,16 @@ public:
           return;
         auto vector = dyn_cast<ScopeOp>(op->getParentOp());
         SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-        if (!vector || vector.getMapping() != Mapping::vector ||
-            !forms.back().coeff(vector.getDepth()))
+        if (!vector || !forms.back().coeff(vector.getDepth()))
           return;
-        int64_t vectors = 1;
-        SmallVector<unsigned> found;
-        ScopeOp reduction;
-        for (auto s = dyn_cast<ScopeOp>(vector->getParentOp()); s;
-             s = dyn_cast<ScopeOp>(s->getParentOp())) {
-          if (!usesVariable(forms, s.getDepth())) {
-            reduction = s;
-            break;
-          }
-          if (s.getMapping() == Mapping::unroll)
-            continue;
-          if (s.getMapping() != Mapping::seq)
-            return;
-          vectors *= s.getSize();
-          found.push_back(s.getDepth());
-        }
-        if (found.empty() || !reduction ||
-            reduction.getMapping() != Mapping::seq || vectors > accumulators)
+        std::optional<LoopsAboveLanes> loops = loopsAboveLanes(
+            op, [&](ScopeOp s) { return !usesVariable(forms, s.getDepth()); });
+        if (!loops || loops->depths.empty() || !loops->at ||
+            loops->at.getMapping() != Mapping::seq ||
+            loops->vectors > accumulators)
           return;
         id = scopeLocation(op, 0);
-        depths = std::move(found);
+        depths = std::move(loops->depths);
       });
       if (id.empty())
         return;
@@ -1739,29 +1757,13 @@ public:
     std::optional<ComputeOp> op = findOpAt(id);
     if (!init || !op)
       return;
-    auto vector = dyn_cast<ScopeOp>(init->getParentOp());
-    if (!vector || vector.getMapping() != Mapping::vector)
-      return;
-    int64_t vectors = 1;
-    SmallVector<unsigned> depths;
-    bool shared = false;
-    for (auto s = dyn_cast<ScopeOp>(vector->getParentOp()); s;
-         s = dyn_cast<ScopeOp>(s->getParentOp())) {
-      if (s->isAncestor(*op)) {
-        shared = true;
-        break;
-      }
-      if (s.getMapping() == Mapping::unroll)
-        continue;
-      if (s.getMapping() != Mapping::seq)
-        return;
-      vectors *= s.getSize();
-      depths.push_back(s.getDepth());
-    }
-    if (!shared || depths.empty() || vectors > accumulators)
+    std::optional<LoopsAboveLanes> loops =
+        loopsAboveLanes(init, [&](ScopeOp s) { return s->isAncestor(*op); });
+    if (!loops || loops->depths.empty() || !loops->at ||
+        loops->vectors > accumulators)
       return;
     size_t before = env.getMoves().size();
-    for (unsigned d : depths)
+    for (unsigned d : loops->depths)
       if (!apply(UnrollOp::make(scopeLoc(findInit(id), d)))) {
         rollBackTo(before);
         return;
