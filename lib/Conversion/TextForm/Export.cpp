@@ -8,6 +8,7 @@
 
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/Dialect/PerfDojo/PerfDojo.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -161,6 +162,20 @@ LogicalResult mlir::perfdojo::exportTextForm(Operation *op, raw_ostream &os) {
     });
   if (kernels.empty())
     return op->emitError("no perfdojo.kernel to export");
+  // The text form holds every kernel in one namespace (kernels in nested
+  // modules may share a name in MLIR): a repeated name would write a file
+  // that does not import.
+  llvm::StringMap<KernelOp> named;
+  for (KernelOp kernel : kernels) {
+    auto [it, fresh] = named.try_emplace(kernel.getSymName(), kernel);
+    if (!fresh)
+      return (kernel.emitError("kernel '")
+              << kernel.getSymName()
+              << "' has the name of an earlier kernel; the text form "
+                 "needs distinct names")
+                 .attachNote(it->second.getLoc())
+             << "the earlier kernel";
+  }
   for (auto [i, kernel] : llvm::enumerate(kernels)) {
     if (i)
       os << "\n";
