@@ -307,6 +307,30 @@ void RemoveCopyOp::applyMove(RewriterBase &rewriter,
   removeCopy(rewriter, loc.buffer);
 }
 
+LogicalResult RecomputeOp::checkMove(const ResolvedLocation &loc,
+                                     std::string &reason) {
+  return canRecompute(loc.buffer, reason);
+}
+void RecomputeOp::applyMove(RewriterBase &rewriter,
+                            const ResolvedLocation &loc) {
+  recompute(rewriter, loc.buffer);
+}
+
+LogicalResult ReloadOp::checkMove(const ResolvedLocation &loc, StringRef array,
+                                  std::string &reason) {
+  return canReload(loc.buffer, array, reason);
+}
+void ReloadOp::applyMove(RewriterBase &rewriter, const ResolvedLocation &loc,
+                         StringRef array) {
+  reload(rewriter, loc.buffer, array);
+}
+Choices ReloadOp::getMoveChoices(const ResolvedLocation &loc) {
+  Choices choices;
+  for (std::string &array : getReloadCandidates(loc.buffer))
+    choices.push_back({array});
+  return choices;
+}
+
 LogicalResult SplitReductionOp::checkMove(const ResolvedLocation &loc,
                                           StringRef name,
                                           std::string &reason) {

@@ -548,3 +548,366 @@ void mlir::perfdojo::removeCopy(RewriterBase &rewriter, BufferOp buffer) {
   rewriter.eraseOp(nest.top);
   rewriter.eraseOp(buffer);
 }
+
+//===----------------------------------------------------------------------===//
+// recompute and reload
+//===----------------------------------------------------------------------===//
+//
+//   8 d[{0}]=x[{0}]-m[0]       recompute@dc    8 d[{0}]=x[{0}]-m[0]
+//   ...                        ----------->    ...
+//   8 dc[{0}]=d[{0}]                           8 dc[{0}]=x[{0}]-m[0]
+//   | y[{0}]=dc[{0}]*r[0]      <-----------    | y[{0}]=dc[{0}]*r[0]
+//                              reload@dc:d
+//
+// A copy of an array that one element-wise operation wrote, in a nest
+// before the copy's, computes the element again from the operation's own
+// operands instead of reading it: a later pass over a large temporary
+// (a batch norm's x - mean, read by the variance and again by the
+// normalization) then reads the operands, and the temporary can shrink to
+// the pass that writes it.
+
+namespace {
+/// The one operation writing an array, element-wise: every element once,
+/// each dimension indexed by the variable of its own scope, the scopes
+/// around it all indexing a dimension.
+struct Producer {
+  ComputeOp op;
+  /// Per dimension of the array, the depth of the scope indexing it.
+  SmallVector<unsigned> vars;
+  /// Per dimension, a read of the operation (input position, index
+  /// position) that the dimension's variable alone indexes: where reload
+  /// finds the element a recomputation stands for.
+  SmallVector<std::pair<unsigned, unsigned>> pins;
+};
+} // namespace
+
+/// The outermost operation around `op` in its kernel's body.
+static Operation *topLevelOf(Operation *op) {
+  while (!isa<KernelOp>(op->getParentOp()))
+    op = op->getParentOp();
+  return op;
+}
+
+static FailureOr<Producer> matchProducer(KernelOp kernel, StringRef array,
+                                         std::string &reason) {
+  BufferOp buffer = findBuffer(kernel, array);
+  if (!buffer) {
+    reason = "the kernel has no array '" + array.str() + "'";
+    return failure();
+  }
+  if (buffer.isInput()) {
+    reason =
+        "'" + array.str() + "' is a kernel input; no operation computes it";
+    return failure();
+  }
+  if (buffer.getArrays().size() != 1) {
+    reason = "the buffer of '" + array.str() + "' holds other arrays too";
+    return failure();
+  }
+  if (llvm::any_of(buffer.getReuse(), [](int64_t r) { return r != 0; })) {
+    reason =
+        "'" + array.str() + "' has reused dimensions; materialize them first";
+    return failure();
+  }
+  SmallVector<ComputeOp> writers;
+  for (ComputeOp op : collectComputeOps(kernel))
+    if (op.getOut().getArray().getValue() == array)
+      writers.push_back(op);
+  if (writers.size() != 1) {
+    reason = std::to_string(writers.size()) + " operations write '" +
+             array.str() + "'; a recomputation needs exactly one";
+    return failure();
+  }
+  Producer producer;
+  producer.op = writers.front();
+  ComputeOp op = producer.op;
+  if (op.getReduction() != Reduction::none) {
+    reason = "the operation writing '" + array.str() + "' is a reduction";
+    return failure();
+  }
+  ArrayRef<int64_t> shape = buffer.getShape();
+  llvm::SmallDenseSet<unsigned> vars;
+  for (auto [j, form] : llvm::enumerate(op.getOut().getLinearForms())) {
+    std::optional<unsigned> var;
+    for (unsigned d = 0; d < form.getNumDims(); ++d)
+      if (form.coeffs[d])
+        var = d;
+    if (!var || !(form == LinearForm::ofDim(*var)) ||
+        static_cast<int64_t>(getEnclosingScope(op, *var).getSize()) !=
+            shape[j] ||
+        !vars.insert(*var).second) {
+      reason = "the operation writing '" + array.str() +
+               "' does not write each element once: dimension " +
+               std::to_string(j) +
+               " is not indexed by its own scope of its size";
+      return failure();
+    }
+    producer.vars.push_back(*var);
+  }
+  if (op.getDepth() != shape.size()) {
+    reason = "the operation writing '" + array.str() +
+             "' sits in a scope that indexes none of its dimensions";
+    return failure();
+  }
+  for (auto [j, var] : llvm::enumerate(producer.vars)) {
+    std::optional<std::pair<unsigned, unsigned>> pin;
+    for (auto [i, input] : llvm::enumerate(op.getInputs()))
+      if (auto access = dyn_cast<AccessAttr>(input)) {
+        if (access.getArray().getValue() == array) {
+          reason = "the operation writing '" + array.str() + "' reads it";
+          return failure();
+        }
+        for (auto [k, form] : llvm::enumerate(access.getLinearForms()))
+          if (!pin && form == LinearForm::ofDim(var))
+            pin = {unsigned(i), unsigned(k)};
+      }
+    if (!pin) {
+      reason = "no read of the operation writing '" + array.str() +
+               "' is indexed by dimension " + std::to_string(j) +
+               "'s variable alone; its recomputation could not be undone";
+      return failure();
+    }
+    producer.pins.push_back(*pin);
+  }
+  return producer;
+}
+
+/// Whether the operands of `producer` still hold, at `user`, what the
+/// producer read: the producer's nest comes before the user's, and nothing
+/// from there to the end of the user's nest writes a buffer it reads.
+static LogicalResult isStableUntil(const Producer &producer, ComputeOp user,
+                                   std::string &reason) {
+  ComputeOp writer = producer.op;
+  Operation *from = topLevelOf(writer), *to = topLevelOf(user);
+  StringRef array = writer.getOut().getArray().getValue();
+  if (from == to || !from->isBeforeInBlock(to)) {
+    reason = "the operation writing '" + array.str() +
+             "' is not in a nest before the one of '" +
+             user.getOut().getArray().getValue().str() + "'";
+    return failure();
+  }
+  auto kernel = writer->getParentOfType<KernelOp>();
+  llvm::SmallDenseSet<Operation *> read;
+  for (Attribute input : writer.getInputs())
+    if (auto access = dyn_cast<AccessAttr>(input))
+      read.insert(findBuffer(kernel, access.getArray().getValue()));
+  for (Operation *top = from->getNextNode();; top = top->getNextNode()) {
+    for (ComputeOp op : collectComputeOps(top)) {
+      StringRef out = op.getOut().getArray().getValue();
+      if (read.contains(findBuffer(kernel, out))) {
+        reason = "'" + out.str() +
+                 "' is written after the operation writing '" + array.str() +
+                 "', which reads it" +
+                 (llvm::any_of(writer.getInputs(),
+                               [&](Attribute input) {
+                                 auto access = dyn_cast<AccessAttr>(input);
+                                 return access &&
+                                        access.getArray().getValue() == out;
+                               })
+                      ? std::string()
+                      : " or shares its buffer") +
+                 ", up to the nest of '" +
+                 user.getOut().getArray().getValue().str() + "'";
+        return failure();
+      }
+    }
+    if (top == to)
+      break;
+  }
+  return success();
+}
+
+/// The single writer of temporary `buffer` (alone in it, of its name).
+static FailureOr<ComputeOp> soleWriter(BufferOp buffer, std::string &reason) {
+  StringRef name = buffer.getSymName();
+  if (!buffer.isTemporary()) {
+    reason = "'" + name.str() + "' is a kernel input or output, not a copy";
+    return failure();
+  }
+  if (buffer.getArrays().size() != 1 ||
+      cast<StringAttr>(buffer.getArrays()[0]).getValue() != name) {
+    reason = "the buffer holds other arrays than '" + name.str() + "'";
+    return failure();
+  }
+  SmallVector<ComputeOp> writers;
+  for (ComputeOp op : collectComputeOps(buffer->getParentOfType<KernelOp>()))
+    if (op.getOut().getArray().getValue() == name)
+      writers.push_back(op);
+  if (writers.size() != 1) {
+    reason = std::to_string(writers.size()) + " operations write '" +
+             name.str() + "'; a copy has exactly one";
+    return failure();
+  }
+  return writers.front();
+}
+
+/// The producer's inputs with the element `at` of its array in place of
+/// its variables, or std::nullopt on overflow.
+static std::optional<SmallVector<Attribute>>
+recomputedInputs(const Producer &producer, ArrayRef<LinearForm> at) {
+  ComputeOp writer = producer.op;
+  MLIRContext *ctx = writer.getContext();
+  SmallVector<Attribute> inputs;
+  for (Attribute input : writer.getInputs()) {
+    auto access = dyn_cast<AccessAttr>(input);
+    if (!access) {
+      inputs.push_back(input);
+      continue;
+    }
+    SmallVector<LinearForm> forms;
+    for (const LinearForm &form : access.getLinearForms()) {
+      std::optional<LinearForm> value = LinearForm::ofConstant(form.constant);
+      for (auto [j, var] : llvm::enumerate(producer.vars)) {
+        std::optional<LinearForm> term = at[j].scale(form.coeff(var));
+        value = value && term ? value->add(*term) : std::nullopt;
+      }
+      if (!value)
+        return std::nullopt;
+      forms.push_back(*value);
+    }
+    inputs.push_back(
+        AccessAttr::getCanonical(ctx, access.getArray().getValue(), forms));
+  }
+  return inputs;
+}
+
+namespace {
+struct Recomputation {
+  ComputeOp copy;
+  Producer producer;
+  SmallVector<Attribute> inputs;
+};
+} // namespace
+
+static FailureOr<Recomputation> planRecompute(BufferOp buffer,
+                                              std::string &reason) {
+  FailureOr<ComputeOp> copy = soleWriter(buffer, reason);
+  if (failed(copy))
+    return failure();
+  StringRef name = buffer.getSymName();
+  auto source = (*copy).getInputs().empty()
+                    ? AccessAttr()
+                    : dyn_cast<AccessAttr>((*copy).getInputs()[0]);
+  if ((*copy).getKind() != OpKind::copy ||
+      (*copy).getReduction() != Reduction::none || !source) {
+    reason = "the operation writing '" + name.str() +
+             "' is not a plain copy of an array element";
+    return failure();
+  }
+  auto kernel = buffer->getParentOfType<KernelOp>();
+  FailureOr<Producer> producer =
+      matchProducer(kernel, source.getArray().getValue(), reason);
+  if (failed(producer) || failed(isStableUntil(*producer, *copy, reason)))
+    return failure();
+  std::optional<SmallVector<Attribute>> inputs =
+      recomputedInputs(*producer, source.getLinearForms());
+  if (!inputs) {
+    reason = "an index of the recomputation would overflow 64 bits";
+    return failure();
+  }
+  return Recomputation{*copy, *producer, std::move(*inputs)};
+}
+
+LogicalResult mlir::perfdojo::canRecompute(BufferOp buffer,
+                                           std::string &reason) {
+  return planRecompute(buffer, reason);
+}
+
+/// Replaces `op` by an operation of `kind` writing the same element.
+static void rewriteOperation(RewriterBase &rewriter, ComputeOp op, OpKind kind,
+                             ArrayRef<Attribute> inputs) {
+  rewriter.setInsertionPoint(op);
+  ComputeOp::create(rewriter, op.getLoc(), kind, Reduction::none, op.getOut(),
+                    rewriter.getArrayAttr(inputs));
+  rewriter.eraseOp(op);
+}
+
+void mlir::perfdojo::recompute(RewriterBase &rewriter, BufferOp buffer) {
+  std::string reason;
+  Recomputation plan = *planRecompute(buffer, reason);
+  rewriteOperation(rewriter, plan.copy, plan.producer.op.getKind(),
+                   plan.inputs);
+}
+
+/// Where reload finds, in `array`, the element `op` recomputes: read at the
+/// producer's pins, checked against every input.
+static FailureOr<std::pair<ComputeOp, SmallVector<LinearForm>>>
+planReload(BufferOp buffer, StringRef array, std::string &reason) {
+  FailureOr<ComputeOp> op = soleWriter(buffer, reason);
+  if (failed(op))
+    return failure();
+  StringRef name = buffer.getSymName();
+  auto kernel = buffer->getParentOfType<KernelOp>();
+  FailureOr<Producer> producer = matchProducer(kernel, array, reason);
+  if (failed(producer))
+    return failure();
+  ComputeOp writer = *op;
+  auto mismatch = [&] {
+    reason = "the operation writing '" + name.str() +
+             "' does not compute an element of '" + array.str() +
+             "' as its writer does";
+    return failure();
+  };
+  if (writer.getKind() != producer->op.getKind() ||
+      writer.getReduction() != Reduction::none ||
+      writer.getInputs().size() != producer->op.getInputs().size())
+    return mismatch();
+  SmallVector<LinearForm> at;
+  for (auto [input, position] : producer->pins) {
+    auto access = dyn_cast<AccessAttr>(writer.getInputs()[input]);
+    if (!access || access.getLinearForms().size() <= position)
+      return mismatch();
+    at.push_back(access.getLinearForms()[position]);
+  }
+  std::optional<SmallVector<Attribute>> inputs =
+      recomputedInputs(*producer, at);
+  if (!inputs || ArrayRef<Attribute>(*inputs) !=
+                     ArrayRef<Attribute>(writer.getInputs().getValue()))
+    return mismatch();
+  SmallVector<int64_t> extents = getEnclosingExtents(writer);
+  ArrayRef<int64_t> shape = findBuffer(kernel, array).getShape();
+  for (auto [j, form] : llvm::enumerate(at)) {
+    auto [lo, hi] = form.range(extents);
+    if (lo < 0 || hi >= shape[j]) {
+      reason = "the operation writing '" + name.str() +
+               "' stands for elements outside '" + array.str() +
+               "' (dimension " + std::to_string(j) + ")";
+      return failure();
+    }
+  }
+  if (failed(isStableUntil(*producer, writer, reason)))
+    return failure();
+  return std::make_pair(writer, std::move(at));
+}
+
+LogicalResult mlir::perfdojo::canReload(BufferOp buffer, StringRef array,
+                                        std::string &reason) {
+  return planReload(buffer, array, reason);
+}
+
+void mlir::perfdojo::reload(RewriterBase &rewriter, BufferOp buffer,
+                            StringRef array) {
+  std::string reason;
+  auto [op, at] = *planReload(buffer, array, reason);
+  rewriteOperation(
+      rewriter, op, OpKind::copy,
+      {AccessAttr::getCanonical(rewriter.getContext(), array, at)});
+}
+
+SmallVector<std::string> mlir::perfdojo::getReloadCandidates(BufferOp buffer) {
+  SmallVector<std::string> arrays;
+  std::string reason;
+  FailureOr<ComputeOp> op = soleWriter(buffer, reason);
+  if (failed(op) || (*op).getKind() == OpKind::copy)
+    return arrays;
+  // The arrays other operations of the same kind write, in program order.
+  llvm::StringSet<> seen;
+  for (ComputeOp other :
+       collectComputeOps(buffer->getParentOfType<KernelOp>())) {
+    StringRef out = other.getOut().getArray().getValue();
+    if (other != *op && other.getKind() == (*op).getKind() &&
+        seen.insert(out).second)
+      arrays.push_back(out.str());
+  }
+  return arrays;
+}

@@ -568,6 +568,31 @@ def PerfDojo_RemoveCopyOp
   }];
 }
 
+def PerfDojo_RecomputeOp
+    : PerfDojo_MoveOp<"recompute", PerfDojo_BufferLocation, "reload"> {
+  let summary = "compute a copied element again from the operands of the operation that wrote it";
+  let moveDoc = [{
+    The copy writing this temporary, `buffer[..] = array[s]`, computes the
+    element instead, as the one element-wise operation writing `array`
+    does, from that operation's operands at `s`. Legal when that operation
+    writes every element of `array` once, in a nest before the copy's, and
+    nothing from there to the end of the copy's nest writes a buffer it
+    reads.
+  }];
+}
+
+def PerfDojo_ReloadOp
+    : PerfDojo_MoveOp<"reload", PerfDojo_BufferLocation, "recompute",
+                      [PerfDojo_NameParam<"array",
+                         "the array whose element the operation computes">]> {
+  let summary = "copy an element that an operation computes again from the array its writer stored it in";
+  let moveDoc = [{
+    recompute's inverse: the operation writing this temporary, which
+    computes an element of `array` as `array`'s one writer does, copies
+    the element from `array` instead.
+  }];
+}
+
 def PerfDojo_SplitReductionOp
     : PerfDojo_MoveOp<"split_reduction", PerfDojo_ScopeLocation,
                       "join_reduction",

@@ -179,6 +179,21 @@ std::string getFreshCopyName(KernelOp kernel, StringRef array);
 LogicalResult canRemoveCopy(BufferOp buffer, std::string &reason);
 void removeCopy(RewriterBase &rewriter, BufferOp buffer);
 
+/// Makes the copy `buffer[..] = array[s]` compute the element instead, as
+/// the one element-wise operation writing `array` does, from its operands
+/// at s. Legal when that operation writes every element of `array` once,
+/// in a nest before the copy's, and nothing from there to the end of the
+/// copy's nest writes a buffer it reads.
+LogicalResult canRecompute(BufferOp buffer, std::string &reason);
+void recompute(RewriterBase &rewriter, BufferOp buffer);
+
+/// recompute's inverse: the operation writing `buffer`, which computes an
+/// element of `array` as its writer does, copies the element instead.
+LogicalResult canReload(BufferOp buffer, StringRef array, std::string &reason);
+void reload(RewriterBase &rewriter, BufferOp buffer, StringRef array);
+/// The arrays that operations of the kind writing `buffer` write.
+SmallVector<std::string> getReloadCandidates(BufferOp buffer);
+
 //===- Reductions ---------------------------------------------------------===//
 
 /// Gives each iteration of `scope` S (K iterations at depth d) its own
