@@ -3,6 +3,7 @@
 #include "PerfDojo/Search/Tuning/Search.h"
 #include "PerfDojo/Conversion/GPU/Passes.h"
 #include "PerfDojo/Conversion/Lowering/KernelEmitter.h"
+#include "PerfDojo/Transforms/Dependence.h"
 #include "PerfDojo/Transforms/MoveOps.h"
 #include "PerfDojo/Transforms/Moves.h"
 #include "llvm/ADT/StringSet.h"
@@ -177,6 +178,94 @@ public:
                !usesVariable(op.getOut().getLinearForms(), scope.getDepth());
     });
     return found;
+  }
+
+  /// A large temporary that one cheap element-wise operation writes from
+  /// one array of its size (a batch norm's d = x - mean, mean broadcast)
+  /// and that several later passes read (the variance, then the
+  /// normalization, apart because the variance must be complete first):
+  /// every pass after the first computes it again from its operands
+  /// (add_copy of the pass's tile, then recompute). The later pass then
+  /// reads x instead of d, the same traffic, and d lives only in the first
+  /// pass, which fuses with its writer, so that d shrinks to registers and
+  /// is never written to memory. Only operations as cheap as a load (no
+  /// division, no transcendental function) are computed twice.
+  bool recomputeTemporaries() {
+    auto cheap = [](OpKind kind) {
+      switch (kind) {
+      case OpKind::copy:
+      case OpKind::neg:
+      case OpKind::abs:
+      case OpKind::add:
+      case OpKind::sub:
+      case OpKind::mul:
+      case OpKind::max:
+      case OpKind::min:
+      case OpKind::fma:
+        return true;
+      default:
+        return false;
+      }
+    };
+    KernelOp kernel = env.getKernel();
+    auto elements = [](BufferOp buffer) {
+      int64_t n = 1;
+      for (int64_t size : buffer.getShape())
+        n = std::min<int64_t>(n * size, int64_t(1) << 40);
+      return n;
+    };
+    SmallVector<std::pair<std::string, SmallVector<MoveLocation>>> todo;
+    for (BufferOp buffer : kernel.getBuffers()) {
+      if (!buffer.isTemporary() || buffer.getArrays().size() != 1)
+        continue;
+      StringRef name = buffer.getSymName();
+      SmallVector<ComputeOp> writers;
+      // The first reading operation of each top-level nest, in order.
+      SmallVector<ComputeOp> passes;
+      Operation *lastTop = nullptr;
+      for (ComputeOp op : collectComputeOps(kernel)) {
+        if (op.getOut().getArray().getValue() == name)
+          writers.push_back(op);
+        bool reads = llvm::any_of(op.getInputs(), [&](Attribute input) {
+          auto access = dyn_cast<AccessAttr>(input);
+          return access && access.getArray().getValue() == name;
+        });
+        Operation *top = op;
+        while (!isa<KernelOp>(top->getParentOp()))
+          top = top->getParentOp();
+        if (reads && top != lastTop) {
+          passes.push_back(op);
+          lastTop = top;
+        }
+      }
+      if (writers.size() != 1 || passes.size() < 2 ||
+          writers.front().getReduction() != Reduction::none ||
+          !cheap(writers.front().getKind()))
+        continue;
+      unsigned large = 0;
+      for (Attribute input : writers.front().getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          large += elements(kernel.lookupArray(access.getArray().getValue())) >=
+                   elements(buffer);
+      if (large != 1)
+        continue;
+      SmallVector<MoveLocation> locations;
+      for (ComputeOp op : ArrayRef(passes).drop_front())
+        locations.push_back(scopeLoc(op, 0));
+      todo.push_back({name.str(), std::move(locations)});
+    }
+    bool recomputed = false;
+    for (auto &[array, locations] : todo)
+      for (const MoveLocation &location : locations) {
+        size_t before = env.getMoves().size();
+        std::string copy = getFreshCopyName(env.getKernel(), array);
+        if (apply(AddCopyOp::make(location, array, copy)) &&
+            apply(RecomputeOp::make(bufferLoc(copy))))
+          recomputed = true;
+        else
+          rollBackTo(before);
+      }
+    return recomputed;
   }
 
   /// A product whose output columns (its last index) index an operand in
@@ -4508,12 +4597,58 @@ public:
         used += bytes;
   }
 
+  /// The CPU expert's rules in order; with `recompute`, temporaries that
+  /// later passes read are computed again there first. Returns whether a
+  /// temporary was recomputed.
+  bool cpuExpert(bool recompute) {
+    bool recomputed = recompute && recomputeTemporaries();
+    transposeOperands();
+    bringParallelOutward();
+    bringContiguousInward();
+    alignForFusion();
+    naive(/*keepProducts=*/true);
+    shrinkTemporaries();
+    splitLongReductions();
+    fuseReductionsWithProducers();
+    vectorize();
+    blockTransposes();
+    isolateReductions();
+    registerBlock();
+    unrollAccumulators();
+    parallelizeBlocks();
+    parallelizeInner();
+    shrinkToVectors();
+    return recomputed;
+  }
+
   Environment &env;
   const TargetInfo &target;
   static constexpr unsigned kMaxSteps = 400;
   unsigned steps = 0;
 };
 } // namespace
+
+/// The elements the temporaries of `kernel` store, reused dimensions
+/// counted as stored (at most 2^62).
+static int64_t temporaryElements(KernelOp kernel) {
+  int64_t total = 0;
+  for (BufferOp buffer : kernel.getBuffers()) {
+    if (!buffer.isTemporary())
+      continue;
+    int64_t count = 1;
+    for (unsigned d = 0; d < buffer.getShape().size(); ++d)
+      count = std::min<int64_t>(count * buffer.getStoredExtent(d), int64_t(1)
+                                                                       << 40);
+    total = std::min<int64_t>(total + count, int64_t(1) << 62);
+  }
+  return total;
+}
+
+/// Takes back every move after the first `size`.
+static void undoTo(Environment &env, size_t size) {
+  while (env.getMoves().size() > size)
+    (void)env.undo();
+}
 
 void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
                                     const TargetInfo &target) {
@@ -4527,28 +4662,28 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     runner.vectorize();
     runner.parallelize();
     return;
-  case Strategy::Expert:
+  case Strategy::Expert: {
     if (target.gpu) {
       runner.gpuExpert();
       return;
     }
-    runner.transposeOperands();
-    runner.bringParallelOutward();
-    runner.bringContiguousInward();
-    runner.alignForFusion();
-    runner.naive(/*keepProducts=*/true);
-    runner.shrinkTemporaries();
-    runner.splitLongReductions();
-    runner.fuseReductionsWithProducers();
-    runner.vectorize();
-    runner.blockTransposes();
-    runner.isolateReductions();
-    runner.registerBlock();
-    runner.unrollAccumulators();
-    runner.parallelizeBlocks();
-    runner.parallelizeInner();
-    runner.shrinkToVectors();
+    // Recomputing temporaries trades arithmetic for memory: kept only when
+    // the program it leads to stores fewer temporary elements (a batch
+    // norm's d no longer stored whole, a layernorm's row of d down to
+    // vectors), not when both copies stay as large as the one (a
+    // log-softmax's row of x - max, which its exp pass keeps anyway).
+    size_t start = env.getMoves().size();
+    if (!HeuristicRunner(env, target).cpuExpert(/*recompute=*/true))
+      return;
+    int64_t with = temporaryElements(env.getKernel());
+    undoTo(env, start);
+    HeuristicRunner(env, target).cpuExpert(/*recompute=*/false);
+    if (temporaryElements(env.getKernel()) <= with)
+      return;
+    undoTo(env, start);
+    HeuristicRunner(env, target).cpuExpert(/*recompute=*/true);
     return;
+  }
   case Strategy::Random:
   case Strategy::Anneal:
   case Strategy::RL:
