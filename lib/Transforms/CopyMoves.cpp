@@ -674,7 +674,9 @@ static FailureOr<Producer> matchProducer(KernelOp kernel, StringRef array,
 
 /// Whether the operands of `producer` still hold, at `user`, what the
 /// producer read: the producer's nest comes before the user's, and nothing
-/// from there to the end of the user's nest writes a buffer it reads.
+/// in the producer's nest, the user's or any between writes a buffer it
+/// reads (in the producer's own nest, a later iteration could overwrite
+/// what an earlier one read).
 static LogicalResult isStableUntil(const Producer &producer, ComputeOp user,
                                    std::string &reason) {
   ComputeOp writer = producer.op;
@@ -691,13 +693,12 @@ static LogicalResult isStableUntil(const Producer &producer, ComputeOp user,
   for (Attribute input : writer.getInputs())
     if (auto access = dyn_cast<AccessAttr>(input))
       read.insert(findBuffer(kernel, access.getArray().getValue()));
-  for (Operation *top = from->getNextNode();; top = top->getNextNode()) {
+  for (Operation *top = from;; top = top->getNextNode()) {
     for (ComputeOp op : collectComputeOps(top)) {
       StringRef out = op.getOut().getArray().getValue();
       if (read.contains(findBuffer(kernel, out))) {
-        reason = "'" + out.str() +
-                 "' is written after the operation writing '" + array.str() +
-                 "', which reads it" +
+        reason = "'" + out.str() + "' is written in or after the nest of " +
+                 "the operation writing '" + array.str() + "', which reads it" +
                  (llvm::any_of(writer.getInputs(),
                                [&](Attribute input) {
                                  auto access = dyn_cast<AccessAttr>(input);

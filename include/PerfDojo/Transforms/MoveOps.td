@@ -576,7 +576,7 @@ def PerfDojo_RecomputeOp
     element instead, as the one element-wise operation writing `array`
     does, from that operation's operands at `s`. Legal when that operation
     writes every element of `array` once, in a nest before the copy's, and
-    nothing from there to the end of the copy's nest writes a buffer it
+    nothing in its nest, the copy's or any between writes a buffer it
     reads.
   }];
 }

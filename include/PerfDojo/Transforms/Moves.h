@@ -182,8 +182,8 @@ void removeCopy(RewriterBase &rewriter, BufferOp buffer);
 /// Makes the copy `buffer[..] = array[s]` compute the element instead, as
 /// the one element-wise operation writing `array` does, from its operands
 /// at s. Legal when that operation writes every element of `array` once,
-/// in a nest before the copy's, and nothing from there to the end of the
-/// copy's nest writes a buffer it reads.
+/// in a nest before the copy's, and nothing in its nest, the copy's or any
+/// between writes a buffer it reads.
 LogicalResult canRecompute(BufferOp buffer, std::string &reason);
 void recompute(RewriterBase &rewriter, BufferOp buffer);
 
