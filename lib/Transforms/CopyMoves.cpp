@@ -588,6 +588,21 @@ static Operation *topLevelOf(Operation *op) {
   return op;
 }
 
+/// The one operation writing `array`; otherwise `reason` counts them and
+/// ends with `rule`.
+static FailureOr<ComputeOp> onlyWriter(KernelOp kernel, StringRef array,
+                                       StringRef rule, std::string &reason) {
+  SmallVector<ComputeOp> writers;
+  for (ComputeOp op : collectComputeOps(kernel))
+    if (op.getOut().getArray().getValue() == array)
+      writers.push_back(op);
+  if (writers.size() == 1)
+    return writers.front();
+  reason = std::to_string(writers.size()) + " operations write '" +
+           array.str() + "'; " + rule.str();
+  return failure();
+}
+
 static FailureOr<Producer> matchProducer(KernelOp kernel, StringRef array,
                                          std::string &reason) {
   BufferOp buffer = findBuffer(kernel, array);
@@ -609,17 +624,12 @@ static FailureOr<Producer> matchProducer(KernelOp kernel, StringRef array,
         "'" + array.str() + "' has reused dimensions; materialize them first";
     return failure();
   }
-  SmallVector<ComputeOp> writers;
-  for (ComputeOp op : collectComputeOps(kernel))
-    if (op.getOut().getArray().getValue() == array)
-      writers.push_back(op);
-  if (writers.size() != 1) {
-    reason = std::to_string(writers.size()) + " operations write '" +
-             array.str() + "'; a recomputation needs exactly one";
+  FailureOr<ComputeOp> writer =
+      onlyWriter(kernel, array, "a recomputation needs exactly one", reason);
+  if (failed(writer))
     return failure();
-  }
   Producer producer;
-  producer.op = writers.front();
+  producer.op = *writer;
   ComputeOp op = producer.op;
   if (op.getReduction() != Reduction::none) {
     reason = "the operation writing '" + array.str() + "' is a reduction";
@@ -730,26 +740,40 @@ static FailureOr<ComputeOp> soleWriter(BufferOp buffer, std::string &reason) {
     reason = "the buffer holds other arrays than '" + name.str() + "'";
     return failure();
   }
-  SmallVector<ComputeOp> writers;
-  for (ComputeOp op : collectComputeOps(buffer->getParentOfType<KernelOp>()))
-    if (op.getOut().getArray().getValue() == name)
-      writers.push_back(op);
-  if (writers.size() != 1) {
-    reason = std::to_string(writers.size()) + " operations write '" +
-             name.str() + "'; a copy has exactly one";
-    return failure();
-  }
-  return writers.front();
+  return onlyWriter(buffer->getParentOfType<KernelOp>(), name,
+                    "a copy has exactly one", reason);
 }
 
 /// The producer's inputs with the element `at` of its array in place of
-/// its variables, or std::nullopt on overflow.
+/// its variables, or std::nullopt (with `reason`): an index overflows, or
+/// the producer uses a variable as a value (`{0}`) where `at` is not one
+/// scope's variable.
 static std::optional<SmallVector<Attribute>>
-recomputedInputs(const Producer &producer, ArrayRef<LinearForm> at) {
+recomputedInputs(const Producer &producer, ArrayRef<LinearForm> at,
+                 std::string &reason) {
   ComputeOp writer = producer.op;
   MLIRContext *ctx = writer.getContext();
+  StringRef array = writer.getOut().getArray().getValue();
   SmallVector<Attribute> inputs;
   for (Attribute input : writer.getInputs()) {
+    if (auto iter = dyn_cast<IterAttr>(input)) {
+      // Every scope around the producer indexes one dimension.
+      unsigned j =
+          llvm::find(producer.vars, iter.getDepth()) - producer.vars.begin();
+      std::optional<unsigned> var;
+      for (unsigned d = 0; d < at[j].getNumDims(); ++d)
+        if (at[j].coeffs[d])
+          var = d;
+      if (!var || !(at[j] == LinearForm::ofDim(*var))) {
+        reason = "the operation writing '" + array.str() + "' uses {" +
+                 std::to_string(iter.getDepth()) +
+                 "} as a value, and the element's index in dimension " +
+                 std::to_string(j) + " is not one scope's variable";
+        return std::nullopt;
+      }
+      inputs.push_back(IterAttr::get(ctx, *var));
+      continue;
+    }
     auto access = dyn_cast<AccessAttr>(input);
     if (!access) {
       inputs.push_back(input);
@@ -762,8 +786,10 @@ recomputedInputs(const Producer &producer, ArrayRef<LinearForm> at) {
         std::optional<LinearForm> term = at[j].scale(form.coeff(var));
         value = value && term ? value->add(*term) : std::nullopt;
       }
-      if (!value)
+      if (!value) {
+        reason = "an index of the recomputation would overflow 64 bits";
         return std::nullopt;
+      }
       forms.push_back(*value);
     }
     inputs.push_back(
@@ -801,11 +827,9 @@ static FailureOr<Recomputation> planRecompute(BufferOp buffer,
   if (failed(producer) || failed(isStableUntil(*producer, *copy, reason)))
     return failure();
   std::optional<SmallVector<Attribute>> inputs =
-      recomputedInputs(*producer, source.getLinearForms());
-  if (!inputs) {
-    reason = "an index of the recomputation would overflow 64 bits";
+      recomputedInputs(*producer, source.getLinearForms(), reason);
+  if (!inputs)
     return failure();
-  }
   return Recomputation{*copy, *producer, std::move(*inputs)};
 }
 
@@ -849,6 +873,11 @@ planReload(BufferOp buffer, StringRef array, std::string &reason) {
              "' as its writer does";
     return failure();
   };
+  if (buffer.getElementType() != findBuffer(kernel, array).getElementType()) {
+    reason = "'" + name.str() + "' and '" + array.str() +
+             "' have different element types";
+    return failure();
+  }
   if (writer.getKind() != producer->op.getKind() ||
       writer.getReduction() != Reduction::none ||
       writer.getInputs().size() != producer->op.getInputs().size())
@@ -860,8 +889,9 @@ planReload(BufferOp buffer, StringRef array, std::string &reason) {
       return mismatch();
     at.push_back(access.getLinearForms()[position]);
   }
+  std::string ignored;
   std::optional<SmallVector<Attribute>> inputs =
-      recomputedInputs(*producer, at);
+      recomputedInputs(*producer, at, ignored);
   if (!inputs || ArrayRef<Attribute>(*inputs) !=
                      ArrayRef<Attribute>(writer.getInputs().getValue()))
     return mismatch();
@@ -899,7 +929,7 @@ SmallVector<std::string> mlir::perfdojo::getReloadCandidates(BufferOp buffer) {
   SmallVector<std::string> arrays;
   std::string reason;
   FailureOr<ComputeOp> op = soleWriter(buffer, reason);
-  if (failed(op) || (*op).getKind() == OpKind::copy)
+  if (failed(op))
     return arrays;
   // The arrays other operations of the same kind write, in program order.
   llvm::StringSet<> seen;
