@@ -72,6 +72,12 @@ StringRef mlir::perfdojo::stringifyStrategy(Strategy strategy) {
 // Heuristics
 //===----------------------------------------------------------------------===//
 
+/// Takes back every move after the first `size`.
+static void undoTo(Environment &env, size_t size) {
+  while (env.getMoves().size() > size)
+    (void)env.undo();
+}
+
 namespace {
 /// Applies moves of one kind by rule until no rule fires, with a bound on
 /// the steps in case two rules undo each other.
@@ -106,10 +112,7 @@ public:
   }
 
   /// Takes back every move after the first `size`.
-  void rollBackTo(size_t size) {
-    while (env.getMoves().size() > size)
-      (void)env.undo();
-  }
+  void rollBackTo(size_t size) { undoTo(env, size); }
 
   /// Whether any of `forms` uses the variable of depth `depth`.
   static bool usesVariable(ArrayRef<LinearForm> forms, unsigned depth) {
@@ -4644,12 +4647,6 @@ static int64_t temporaryElements(KernelOp kernel) {
   return total;
 }
 
-/// Takes back every move after the first `size`.
-static void undoTo(Environment &env, size_t size) {
-  while (env.getMoves().size() > size)
-    (void)env.undo();
-}
-
 void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
                                     const TargetInfo &target) {
   HeuristicRunner runner(env, target);
@@ -4676,12 +4673,17 @@ void mlir::perfdojo::applyHeuristic(Environment &env, Strategy level,
     if (!HeuristicRunner(env, target).cpuExpert(/*recompute=*/true))
       return;
     int64_t with = temporaryElements(env.getKernel());
+    SmallVector<std::string> recomputed(env.getMoves().drop_front(start));
     undoTo(env, start);
     HeuristicRunner(env, target).cpuExpert(/*recompute=*/false);
     if (temporaryElements(env.getKernel()) <= with)
       return;
+    // The first program again, from its moves rather than its rules.
     undoTo(env, start);
-    HeuristicRunner(env, target).cpuExpert(/*recompute=*/true);
+    for (const std::string &move : recomputed) {
+      std::string reason;
+      (void)env.step(move, reason);
+    }
     return;
   }
   case Strategy::Random:
