@@ -413,6 +413,94 @@ perfdojo.kernel @tile {
 
 // -----
 
+// A register tile right after a nest that sets exactly its elements to a
+// constant (matmul's C = 0 before its k loop) starts its accumulators from
+// the constant: no loads, and the nest is not emitted, so that each element
+// is stored once. A nest that sets other elements too, or not all of
+// them, is emitted and the tile loads as usual.
+// CHECK-LABEL: func.func @tile_init
+// CHECK-NOT: vector.load %arg2
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK-NOT: vector.store
+// CHECK: scf.for {{.*}} iter_args({{.*}} = %[[ZERO]], {{.*}} = %[[ZERO]], {{.*}} = %[[ZERO]], {{.*}} = %[[ZERO]])
+// CHECK-NOT: vector.store
+// CHECK: scf.yield
+// CHECK-COUNT-4: vector.store {{.*}}, %arg2
+// CHECK-NOT: vector.store
+// CHECK: return
+perfdojo.kernel @tile_init {
+  perfdojo.buffer in A f32 [4, 8] heap
+  perfdojo.buffer in B f32 [8, 32] heap
+  perfdojo.buffer out C f32 [4, 32] heap
+  perfdojo.scope 2 {
+    perfdojo.scope 2 unroll {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute C[{0} * 2 + {1}, {2} * 16 + {3}] = 0.0
+        }
+      }
+    }
+    perfdojo.scope 8 {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 2 unroll {
+          perfdojo.scope 16 vector {
+            perfdojo.compute C[{0} * 2 + {2}, {3} * 16 + {4}] += mul(A[{0} * 2 + {2}, {1}], B[{1}, {3} * 16 + {4}])
+          }
+        }
+      }
+    }
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @tile_init_partial
+// CHECK: vector.store %{{.*}}, %arg2
+// CHECK: vector.load %arg2
+// CHECK: scf.for
+// CHECK-LABEL: func.func @tile_init_other
+// CHECK: vector.store %{{.*}}, %arg2
+// CHECK: vector.load %arg2
+// CHECK: scf.for
+perfdojo.kernel @tile_init_partial {
+  perfdojo.buffer in A f32 [2, 8] heap
+  perfdojo.buffer in B f32 [8, 32] heap
+  perfdojo.buffer out C f32 [2, 32] heap
+  perfdojo.scope 16 vector {
+    perfdojo.compute C[0, {0}] = 0.0
+  }
+  perfdojo.scope 8 {
+    perfdojo.scope 2 unroll {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute C[{1}, {2} * 16 + {3}] += mul(A[{1}, {0}], B[{0}, {2} * 16 + {3}])
+        }
+      }
+    }
+  }
+}
+perfdojo.kernel @tile_init_other {
+  perfdojo.buffer in A f32 [2, 8] heap
+  perfdojo.buffer in B f32 [8, 32] heap
+  perfdojo.buffer out C f32 [3, 32] heap
+  perfdojo.scope 3 unroll {
+    perfdojo.scope 32 vector {
+      perfdojo.compute C[{0}, {1}] = 0.0
+    }
+  }
+  perfdojo.scope 8 {
+    perfdojo.scope 2 unroll {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute C[{1}, {2} * 16 + {3}] += mul(A[{1}, {0}], B[{0}, {2} * 16 + {3}])
+        }
+      }
+    }
+  }
+}
+
+// -----
+
 // Unrolled instances that update the same vector (a convolution's window,
 // whose positions the output does not use) share one accumulator: 2
 // vectors for 3 x 2 instances, updated in the scopes' order.

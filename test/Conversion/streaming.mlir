@@ -226,3 +226,100 @@ perfdojo.kernel @temporary_read_soon {
     }
   }
 }
+
+// -----
+
+// An output reduced into only by register tiles whose initialization is
+// folded into them (test/Conversion/lower.mlir, @tile_init), each holding
+// its whole reduction, is stored once per element, its final value after
+// the tile's loop: those stores stream too.
+// CHECK-LABEL: func.func @tile_streamed
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: scf.yield
+// CHECK: scf.if
+// CHECK-NEXT: vector.store %{{.*}} {alignment = 64 : i64, nontemporal = true} : memref<16x64xf32>, vector<16xf32>
+perfdojo.kernel @tile_streamed {
+  perfdojo.buffer in A f32 [16, 8] heap
+  perfdojo.buffer in B f32 [8, 64] heap
+  perfdojo.buffer out C f32 [16, 64] heap
+  perfdojo.scope 8 parallel {
+    perfdojo.scope 2 {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 2 unroll {
+          perfdojo.scope 16 vector {
+            perfdojo.compute C[{0} * 2 + {2}, {1} * 32 + {3} * 16 + {4}] = 0.0
+          }
+        }
+      }
+      perfdojo.scope 8 {
+        perfdojo.scope 2 unroll {
+          perfdojo.scope 2 unroll {
+            perfdojo.scope 16 vector {
+              perfdojo.compute C[{0} * 2 + {3}, {1} * 32 + {4} * 16 + {5}] += mul(A[{0} * 2 + {3}, {2}], B[{2}, {1} * 32 + {4} * 16 + {5}])
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// -----
+
+// A tile inside a scope that does not index its output (each of its
+// iterations starts the elements over) stores values that the next
+// iteration replaces; an output also reduced into by an operation that is
+// not such a tile is read back. Neither streams.
+// CHECK-LABEL: func.func @tile_repeated
+// CHECK-NOT: nontemporal
+// CHECK: return
+// CHECK-LABEL: func.func @tile_and_tail
+// CHECK-NOT: nontemporal
+// CHECK: return
+perfdojo.kernel @tile_repeated {
+  perfdojo.buffer in A f32 [2, 8] heap
+  perfdojo.buffer in B f32 [8, 512] heap
+  perfdojo.buffer out C f32 [2, 512] heap
+  perfdojo.scope 2 {
+    perfdojo.scope 16 {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute C[{2}, {1} * 32 + {3}] = 0.0
+        }
+      }
+      perfdojo.scope 8 {
+        perfdojo.scope 2 unroll {
+          perfdojo.scope 16 vector {
+            perfdojo.compute C[{3}, {1} * 32 + {4}] += mul(A[{3}, {2}], B[{2}, {1} * 32 + {4}])
+          }
+        }
+      }
+    }
+  }
+}
+perfdojo.kernel @tile_and_tail {
+  perfdojo.buffer in A f32 [2, 8] heap
+  perfdojo.buffer in B f32 [8, 512] heap
+  perfdojo.buffer out C f32 [2, 512] heap
+  perfdojo.scope 32 {
+    perfdojo.scope 2 unroll {
+      perfdojo.scope 16 vector {
+        perfdojo.compute C[{1}, {0} * 16 + {2}] = 0.0
+      }
+    }
+    perfdojo.scope 8 {
+      perfdojo.scope 2 unroll {
+        perfdojo.scope 16 vector {
+          perfdojo.compute C[{2}, {0} * 16 + {3}] += mul(A[{2}, {1}], B[{1}, {0} * 16 + {3}])
+        }
+      }
+    }
+  }
+  perfdojo.scope 2 {
+    perfdojo.scope 32 {
+      perfdojo.scope 16 vector {
+        perfdojo.compute C[{0}, {1} * 16 + {2}] += 1.0
+      }
+    }
+  }
+}

@@ -14,6 +14,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include <map>
 #include <numeric>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::perfdojo;
@@ -43,7 +44,7 @@ ScopeOp KernelEmitter::findExcessUnrolling(Operation *root) {
 
 LogicalResult KernelEmitter::lowerBlock(Block &block) {
   for (Operation &op : block)
-    if (failed(lowerNode(op)))
+    if (!foldedNests.contains(&op) && failed(lowerNode(op)))
       return failure();
   return success();
 }
@@ -729,13 +730,110 @@ void KernelEmitter::storeTile(ScopeOp scope, ComputeOp op,
   for (auto [i, first] : llvm::enumerate(tile.first)) {
     bindTileInstance(scope, constantIndex(0), tile.combos[first], op);
     SmallVector<Value> at = indices(op.getOut(), 0);
-    if (vec)
+    if (vec && storesTileAsWrite(op))
+      emitVectorStore(values[i], memref, at, op.getOut(), /*reduce=*/false);
+    else if (vec)
       KernelEmitter::emitVectorStore(values[i], memref, at, op.getOut(),
                                      /*reduce=*/true);
     else
       memref::StoreOp::create(b, loc, values[i], memref, at);
   }
   ivs.resize(base);
+}
+
+/// The most elements an initialization nest may set for folding (a tile
+/// holds at most kMaxTileVectors vectors of up to 64 lanes).
+static constexpr int64_t kMaxFoldedElements = 24 * 64;
+
+std::optional<double>
+KernelEmitter::initializedTile(Operation &nest, ScopeOp scope, ComputeOp op,
+                               ArrayRef<ScopeOp> unrolls) {
+  // The nest: scopes of one child each down to one plain copy of a
+  // constant into the tile's array.
+  SmallVector<ScopeOp> scopes;
+  Operation *child = &nest;
+  int64_t elements = 1;
+  while (auto s = dyn_cast<ScopeOp>(child)) {
+    Mapping mapping = s.getMapping();
+    if (!llvm::hasSingleElement(s.getBodyBlock()) ||
+        (mapping != Mapping::seq && mapping != Mapping::unroll &&
+         mapping != Mapping::vector))
+      return std::nullopt;
+    elements *= s.getSize();
+    if (elements > kMaxFoldedElements)
+      return std::nullopt;
+    scopes.push_back(s);
+    child = &s.getBodyBlock().front();
+  }
+  auto init = dyn_cast<ComputeOp>(child);
+  if (!init || init.getKind() != OpKind::copy ||
+      init.getReduction() != Reduction::none || init.getInputs().size() != 1 ||
+      init.getOut().getArray() != op.getOut().getArray())
+    return std::nullopt;
+  auto value = dyn_cast<FloatAttr>(init.getInputs()[0]);
+  SmallVector<LinearForm> initForms(init.getOut().getLinearForms());
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+  if (!value || initForms.size() != forms.size())
+    return std::nullopt;
+  // The same element for every iteration of the scopes around both.
+  unsigned depth = scope.getDepth();
+  for (auto [f, g] : llvm::zip(initForms, forms))
+    for (unsigned d = 0; d < depth; ++d)
+      if (f.coeff(d) != g.coeff(d))
+        return std::nullopt;
+  // The elements each sets, relative to those scopes' part.
+  std::set<SmallVector<int64_t>> set, accumulated;
+  SmallVector<int64_t> counter(scopes.size(), 0);
+  for (int64_t i = 0; i < elements; ++i) {
+    SmallVector<int64_t> element;
+    for (const LinearForm &f : initForms) {
+      int64_t e = f.constant;
+      for (auto [s, c] : llvm::zip(scopes, counter))
+        e += f.coeff(ScopeOp(s).getDepth()) * c;
+      element.push_back(e);
+    }
+    set.insert(element);
+    for (int u = int(scopes.size()) - 1; u >= 0; --u) {
+      if (++counter[u] < int64_t(scopes[u].getSize()))
+        break;
+      counter[u] = 0;
+    }
+  }
+  auto vec = dyn_cast<ScopeOp>(op->getParentOp());
+  int64_t width =
+      vec && vec.getMapping() == Mapping::vector ? vec.getSize() : 1;
+  for (ArrayRef<int64_t> instance : unrolledInstances(unrolls)) {
+    SmallVector<int64_t> element = instanceOffset(forms, unrolls, instance);
+    for (auto [e, f] : llvm::zip(element, forms))
+      e += f.constant;
+    for (int64_t lane = 0; lane < width; ++lane) {
+      SmallVector<int64_t> at = element;
+      at.back() += lane;
+      accumulated.insert(at);
+    }
+  }
+  if (set != accumulated)
+    return std::nullopt;
+  return value.getValueAsDouble();
+}
+
+void KernelEmitter::findFoldedInits() {
+  kernel.walk([&](ScopeOp scope) {
+    Operation *nest = scope->getPrevNode();
+    if (scope.getMapping() != Mapping::seq || !nest ||
+        !isa<ScopeOp, ComputeOp>(nest) || foldedNests.contains(nest) ||
+        !foldsInitInto(scope))
+      return;
+    SmallVector<ScopeOp> unrolls;
+    ComputeOp op = getRegisterTile(scope, unrolls);
+    if (!op || carriedTiles.count(op))
+      return;
+    if (std::optional<double> value =
+            initializedTile(*nest, scope, op, unrolls)) {
+      foldedInits[op] = {nest, *value};
+      foldedNests.insert(nest);
+    }
+  });
 }
 
 LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
@@ -754,8 +852,15 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   // storing.
   TileSlots tile = getTileSlots(op, unrolls);
   CarriedTile *carried = carriedTiles.lookup(op);
-  SmallVector<Value> inits =
-      carried ? carried->inits : loadTile(scope, op, unrolls, tile);
+  SmallVector<Value> inits;
+  if (carried) {
+    inits = carried->inits;
+  } else if (auto folded = foldedInits.find(op); folded != foldedInits.end()) {
+    Value start = constant(folded->second.value, vec ? vectorOf(type) : type);
+    inits.assign(tile.first.size(), start);
+  } else {
+    inits = loadTile(scope, op, unrolls, tile);
+  }
   auto loop = scf::ForOp::create(b, loc, constantIndex(0),
                                  constantIndex(scope.getSize()),
                                  constantIndex(1), inits);

@@ -40,6 +40,16 @@ private:
   bool maskedLanes() const override { return true; }
   bool transposesInRegisters() const override { return true; }
   bool stridedLoadsInRegisters() const override { return true; }
+  bool foldsInitInto(ScopeOp scope) override {
+    return getAccumulated(scope).empty(); // else lowerAccumulated takes it
+  }
+  bool storesTileAsWrite(ComputeOp op) override {
+    return streamedTiles.contains(op);
+  }
+  /// Whether every update of the output of register tile `op` happens in
+  /// the tile's loop: each scope around the tile's scope indexes the
+  /// output, so that the tile stores each element's final value.
+  bool holdsWholeReduction(ComputeOp op);
   LogicalResult lowerScope(ScopeOp scope) override;
   void emitVectorStore(Value value, Value memref, ValueRange at,
                        AccessAttr access, bool reduce) override;
@@ -77,7 +87,11 @@ private:
   /// non-temporal, each with an i1 that holds when its base address is
   /// aligned to 64 bytes (computed once at the function's entry):
   ///   - outputs of at least `streamingMinBytes` that no operation reads
-  ///     or reduces into;
+  ///     or reduces into, or whose only reductions are register tiles with
+  ///     a folded initialization (foldedInits), each holding its whole
+  ///     reduction (holdsWholeReduction) and written by nothing else: the
+  ///     tiles store each element once, its final value (a batched
+  ///     matmul's 50 MB output; the tiles in streamedTiles);
   ///   - heap temporaries that store at least kStreamedTemporaryFactor x
   ///     `streamingMinBytes`, far more than a last-level cache, that no
   ///     operation reduces into, each dimension stored whole or as one
@@ -120,6 +134,8 @@ private:
   /// The temporaries among them (streamed only inside parallel scopes),
   /// and how many parallel scopes the walk is inside.
   llvm::SmallPtrSet<Operation *, 4> streamedTemporaries;
+  /// The register tiles whose stores stream (findStreamedBuffers).
+  llvm::SmallPtrSet<Operation *, 4> streamedTiles;
   unsigned parallelDepth = 0;
 };
 } // namespace
@@ -168,6 +184,7 @@ LogicalResult KernelLowering::run() {
     }
     bindArrays(buffer, memref);
   }
+  findFoldedInits();
   findStreamedBuffers(parameters, temporaries);
 
   if (failed(lowerBlock(kernel.getBodyBlock())))
@@ -201,8 +218,28 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
       bytes *= extent;
     return bytes;
   };
+  // An output reduced into only by register tiles that store final values,
+  // written by nothing else but their folded initializations.
+  auto writtenOnceByTiles = [&](BufferOp buffer) {
+    bool tiles = false;
+    for (ComputeOp writer : writers.lookup(buffer)) {
+      if (writer.getReduction() == Reduction::none) {
+        auto folded = llvm::any_of(foldedNests, [&](Operation *nest) {
+          return nest == writer || nest->isProperAncestor(writer);
+        });
+        if (!folded)
+          return false;
+        continue;
+      }
+      if (!foldedInits.count(writer) || !holdsWholeReduction(writer))
+        return false;
+      tiles = true;
+    }
+    return tiles;
+  };
   for (BufferOp buffer : parameters) {
-    if (!buffer.isOutput() || reduced.contains(buffer) || readers.count(buffer))
+    if (!buffer.isOutput() || readers.count(buffer) ||
+        (reduced.contains(buffer) && !writtenOnceByTiles(buffer)))
       continue;
     if (llvm::any_of(buffer.getReuse(), [](int64_t r) { return r != 0; }))
       continue;
@@ -216,6 +253,10 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
         arith::RemUIOp::create(b, loc, base, constantIndex(64));
     streamed[buffer] = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq, misalignment, constantIndex(0));
+    if (reduced.contains(buffer))
+      for (ComputeOp writer : writers.lookup(buffer))
+        if (writer.getReduction() != Reduction::none)
+          streamedTiles.insert(writer);
   }
   // Whether an operation reading a temporary runs soon after a write of it
   // by the same thread, while the line would still be cached: inside the
@@ -248,6 +289,25 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
     streamed[buffer] = arith::ConstantIntOp::create(b, loc, 1, 1);
     streamedTemporaries.insert(buffer);
   }
+}
+
+bool KernelLowering::holdsWholeReduction(ComputeOp op) {
+  // The tile's scope: the sequential scope above its unrolled scopes and
+  // lanes.
+  Operation *tile = op->getParentOp();
+  while (auto s = dyn_cast<ScopeOp>(tile)) {
+    if (s.getMapping() == Mapping::seq)
+      break;
+    tile = s->getParentOp();
+  }
+  SmallVector<LinearForm> forms(op.getOut().getLinearForms());
+  for (auto s = tile->getParentOfType<ScopeOp>(); s;
+       s = s->getParentOfType<ScopeOp>())
+    if (llvm::none_of(forms, [&](const LinearForm &f) {
+          return f.coeff(s.getDepth()) != 0;
+        }))
+      return false;
+  return true;
 }
 
 std::optional<KernelEmitter::OffsetForm>

@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir {
@@ -180,6 +181,40 @@ protected:
     SmallVector<Value> inits, results;
   };
   llvm::DenseMap<Operation *, CarriedTile *> carriedTiles;
+  /// A register tile's initialization folded into it: the nest right
+  /// before the tile's scope S (its previous sibling) sets every element
+  /// that the tile accumulates, and no other, to one constant, with
+  /// nothing but scopes and that one operation (matmul's C = 0 before
+  /// its k loop). The tile's accumulators then start from the constant
+  /// instead of loading what the nest stored, and the nest is not
+  /// emitted: each element is stored once, after its tile's loop, rather
+  /// than stored, loaded back and stored again (LLVM kept the first
+  /// stores). By the tile's operation; `nest` is the initialization's
+  /// outermost scope, `value` its constant.
+  struct FoldedInit {
+    Operation *nest;
+    double value;
+  };
+  llvm::DenseMap<Operation *, FoldedInit> foldedInits;
+  llvm::SmallPtrSet<Operation *, 8> foldedNests;
+  /// Finds every folded initialization in the kernel (only into the tiles
+  /// that `foldsInitInto` accepts).
+  void findFoldedInits();
+  /// The constant that `nest`, the previous sibling of register tile
+  /// `scope` (with `op` and `unrolls`), sets every element of the tile
+  /// to, where it sets exactly those; std::nullopt otherwise.
+  std::optional<double> initializedTile(Operation &nest, ScopeOp scope,
+                                        ComputeOp op,
+                                        ArrayRef<ScopeOp> unrolls);
+  /// Whether the target folds an initialization into the register tile of
+  /// `scope`: only where lowerScope lowers the scope as that tile (the
+  /// nest is skipped either way). The CPU does; the GPU's tiles may be
+  /// carried through staging loops instead.
+  virtual bool foldsInitInto(ScopeOp scope) { return false; }
+  /// Whether register tile `op` stores its accumulators with
+  /// emitVectorStore as plain stores (reduce false), which a target may
+  /// make non-temporal; otherwise as the stores of a reduction.
+  virtual bool storesTileAsWrite(ComputeOp op) { return false; }
   /// Vector registers a vector register tile may hold (of AVX-512's 32,
   /// the rest for the loaded operands), and unrolled instances it may have
   /// (code size: a 3 x 3 window over 4 x 3 vectors is 108).
