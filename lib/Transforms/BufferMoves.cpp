@@ -153,6 +153,76 @@ static bool overwrittenFirst(BufferOp buffer, unsigned dim, ScopeOp scope,
   return true;
 }
 
+/// Whether plain write `w` writes, in every iteration of the scopes around
+/// both, every element that `read` (an access of `r`) reads there, before
+/// `r` runs: the same linear forms; `w` in an earlier child of the two
+/// operations' innermost common scope P than `r`; and each variable of a
+/// scope below P that the forms use enumerated alike in both nests (a
+/// scope of the same size at that depth above each). In an iteration of
+/// P, w's child then writes the set of elements that r's child reads.
+static bool writesBefore(ComputeOp w, ComputeOp r, AccessAttr read) {
+  SmallVector<LinearForm> written(w.getOut().getLinearForms());
+  SmallVector<LinearForm> forms(read.getLinearForms());
+  if (w == r || written != forms)
+    return false;
+  Operation *common = w->getParentOp();
+  while (common && !common->isProperAncestor(r))
+    common = common->getParentOp();
+  auto p = dyn_cast_or_null<ScopeOp>(common);
+  if (!p)
+    return false;
+  Operation *wChild = w, *rChild = r;
+  while (wChild->getParentOp() != common)
+    wChild = wChild->getParentOp();
+  while (rChild->getParentOp() != common)
+    rChild = rChild->getParentOp();
+  if (!wChild->isBeforeInBlock(rChild))
+    return false;
+  for (const LinearForm &form : forms)
+    for (unsigned d = p.getDepth() + 1; d < form.getNumDims(); ++d)
+      if (form.coeffs[d] && getEnclosingScope(w, d).getSize() !=
+                                getEnclosingScope(r, d).getSize())
+        return false;
+  return true;
+}
+
+/// Whether every read of `buffer` (an operand access, or the element a
+/// reduction updates) reads an element that an earlier plain write
+/// wrote in the same iteration of every scope around both, inside `scope`
+/// (writesBefore): no value then flows into an iteration of `scope` from
+/// another, whichever slots the iterations share. This holds where a
+/// writer and its reader share loops below `scope` (a batch norm's
+/// d = x - mean written one vector at a time, each read right after by
+/// var += d * d in the same column loop, a peeled tail of columns the same
+/// way), which overwrittenFirst does not take.
+static bool readsWrittenBefore(BufferOp buffer, ScopeOp scope,
+                               const BufferAccesses &accesses) {
+  if (buffer.getArrays().size() != 1 || accesses.empty())
+    return false;
+  StringRef array = *buffer.getArrays().getAsValueRange<StringAttr>().begin();
+  SmallVector<ComputeOp> writes;
+  for (auto &entry : accesses) {
+    ComputeOp op = entry.first;
+    if (!scope->isProperAncestor(op))
+      return false;
+    SmallVector<AccessAttr> reads;
+    for (Attribute input : op.getInputs())
+      if (auto access = dyn_cast<AccessAttr>(input);
+          access && access.getArray().getValue() == array)
+        reads.push_back(access);
+    bool writing = op.getOut().getArray().getValue() == array;
+    if (writing && op.getReduction() != Reduction::none)
+      reads.push_back(op.getOut());
+    for (AccessAttr read : reads)
+      if (llvm::none_of(writes,
+                        [&](ComputeOp w) { return writesBefore(w, op, read); }))
+        return false;
+    if (writing && op.getReduction() == Reduction::none)
+      writes.push_back(op);
+  }
+  return true;
+}
+
 LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
                                           bool reuse, std::string &reason) {
   if (failed(requireTemporary(buffer, reason)))
@@ -227,7 +297,8 @@ LogicalResult mlir::perfdojo::canReuseDim(BufferOp buffer, unsigned dim,
     return failure();
   // A buffer that each iteration of S overwrites before using it carries
   // no value across executions of S, whatever they share.
-  if (overwrittenFirst(buffer, dim, scope, accesses)) {
+  if (overwrittenFirst(buffer, dim, scope, accesses) ||
+      readsWrittenBefore(buffer, scope, accesses)) {
     // Executions of S that run at once (a parallel scope around it) must
     // still touch different elements once the dimension shares a slot.
     if (!reuse)

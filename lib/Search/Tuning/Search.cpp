@@ -2776,7 +2776,9 @@ public:
   /// the threads stays sequential and does not take them: a batch norm's
   /// channels, 3 on 2 threads, each summing 3.4e7 elements, whose last
   /// pass runs its 8 images in parallel instead (a reused image dimension
-  /// of xh kept it on one thread, 0.65-0.83x of its time).
+  /// of xh kept it on one thread, 0.65-0.83x of its time). Likewise a
+  /// scope around it that holds a parallel scope already (that split sum,
+  /// once shrinkTemporaries runs again after fuseReductionsWithProducers).
   bool hostsThreads(StringRef array, unsigned dim) {
     if (target.threads < 2)
       return false;
@@ -2799,9 +2801,19 @@ public:
       return false;
     for (auto s = scope->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>())
-      if (int64_t(s.getSize()) >= target.threads && !splitsReductionInside(s))
+      if (int64_t(s.getSize()) >= target.threads && !splitsReductionInside(s) &&
+          !holdsParallelScope(s))
         return false;
     return true;
+  }
+
+  /// Whether a parallel scope lies inside `scope`.
+  static bool holdsParallelScope(ScopeOp scope) {
+    bool found = false;
+    scope.walk([&](ScopeOp s) {
+      found |= s != scope && s.getMapping() == Mapping::parallel;
+    });
+    return found;
   }
 
   /// Whether an operation in an innermost loop (one that holds only
@@ -4613,6 +4625,7 @@ public:
     shrinkTemporaries();
     splitLongReductions();
     fuseReductionsWithProducers();
+    shrinkTemporaries();
     vectorize();
     blockTransposes();
     isolateReductions();
