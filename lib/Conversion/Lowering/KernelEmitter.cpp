@@ -781,38 +781,24 @@ KernelEmitter::initializedTile(Operation &nest, ScopeOp scope, ComputeOp op,
     for (unsigned d = 0; d < depth; ++d)
       if (f.coeff(d) != g.coeff(d))
         return std::nullopt;
-  // The elements each sets, relative to those scopes' part.
-  std::set<SmallVector<int64_t>> set, accumulated;
-  SmallVector<int64_t> counter(scopes.size(), 0);
-  for (int64_t i = 0; i < elements; ++i) {
-    SmallVector<int64_t> element;
-    for (const LinearForm &f : initForms) {
-      int64_t e = f.constant;
-      for (auto [s, c] : llvm::zip(scopes, counter))
-        e += f.coeff(ScopeOp(s).getDepth()) * c;
-      element.push_back(e);
+  // The elements each sets, relative to those scopes' part: every
+  // instance of the nest's scopes; every instance of the tile's unrolled
+  // scopes, lane by lane.
+  auto elementsOf = [](ArrayRef<LinearForm> forms, ArrayRef<ScopeOp> scopes,
+                       int64_t lanes) {
+    std::set<SmallVector<int64_t>> set;
+    for (ArrayRef<int64_t> instance : unrolledInstances(scopes)) {
+      SmallVector<int64_t> element = instanceOffset(forms, scopes, instance);
+      for (auto [e, f] : llvm::zip(element, forms))
+        e += f.constant;
+      for (int64_t lane = 0; lane < lanes; ++lane, ++element.back())
+        set.insert(element);
     }
-    set.insert(element);
-    for (int u = int(scopes.size()) - 1; u >= 0; --u) {
-      if (++counter[u] < int64_t(scopes[u].getSize()))
-        break;
-      counter[u] = 0;
-    }
-  }
-  auto vec = dyn_cast<ScopeOp>(op->getParentOp());
-  int64_t width =
-      vec && vec.getMapping() == Mapping::vector ? vec.getSize() : 1;
-  for (ArrayRef<int64_t> instance : unrolledInstances(unrolls)) {
-    SmallVector<int64_t> element = instanceOffset(forms, unrolls, instance);
-    for (auto [e, f] : llvm::zip(element, forms))
-      e += f.constant;
-    for (int64_t lane = 0; lane < width; ++lane) {
-      SmallVector<int64_t> at = element;
-      at.back() += lane;
-      accumulated.insert(at);
-    }
-  }
-  if (set != accumulated)
+    return set;
+  };
+  ScopeOp vec = tileVectorScope(op);
+  if (elementsOf(initForms, scopes, 1) !=
+      elementsOf(forms, unrolls, vec ? int64_t(vec.getSize()) : 1))
     return std::nullopt;
   return value.getValueAsDouble();
 }
@@ -830,7 +816,7 @@ void KernelEmitter::findFoldedInits() {
       return;
     if (std::optional<double> value =
             initializedTile(*nest, scope, op, unrolls)) {
-      foldedInits[op] = {nest, *value};
+      foldedInits[op] = *value;
       foldedNests.insert(nest);
     }
   });
@@ -856,7 +842,7 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   if (carried) {
     inits = carried->inits;
   } else if (auto folded = foldedInits.find(op); folded != foldedInits.end()) {
-    Value start = constant(folded->second.value, vec ? vectorOf(type) : type);
+    Value start = constant(folded->second, vec ? vectorOf(type) : type);
     inits.assign(tile.first.size(), start);
   } else {
     inits = loadTile(scope, op, unrolls, tile);

@@ -224,10 +224,10 @@ void KernelLowering::findStreamedBuffers(ArrayRef<BufferOp> parameters,
     bool tiles = false;
     for (ComputeOp writer : writers.lookup(buffer)) {
       if (writer.getReduction() == Reduction::none) {
-        auto folded = llvm::any_of(foldedNests, [&](Operation *nest) {
-          return nest == writer || nest->isProperAncestor(writer);
-        });
-        if (!folded)
+        Operation *nest = writer;
+        while (nest && !foldedNests.contains(nest))
+          nest = nest->getParentOp();
+        if (!nest)
           return false;
         continue;
       }

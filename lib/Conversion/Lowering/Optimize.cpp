@@ -15,7 +15,6 @@
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Transforms/InstCombine/InstCombine.h"
-#include <tuple>
 
 using namespace llvm;
 
@@ -91,9 +90,8 @@ unsigned mlir::perfdojo::guardPartialVectorSlots(Module &module) {
           if (store.isStore && store.begin >= load.begin &&
               store.end <= load.end &&
               store.end - store.begin < load.end - load.begin) {
-            if (first && *first != store.begin)
-              risky = true;
-            first = first ? first : store.begin;
+            risky |= first && *first != store.begin;
+            first = store.begin;
           }
       }
       if (!risky)

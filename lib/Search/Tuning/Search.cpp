@@ -2802,18 +2802,9 @@ public:
     for (auto s = scope->getParentOfType<ScopeOp>(); s;
          s = s->getParentOfType<ScopeOp>())
       if (int64_t(s.getSize()) >= target.threads && !splitsReductionInside(s) &&
-          !holdsParallelScope(s))
+          (s.getMapping() == Mapping::parallel || !hasParallel(s)))
         return false;
     return true;
-  }
-
-  /// Whether a parallel scope lies inside `scope`.
-  static bool holdsParallelScope(ScopeOp scope) {
-    bool found = false;
-    scope.walk([&](ScopeOp s) {
-      found |= s != scope && s.getMapping() == Mapping::parallel;
-    });
-    return found;
   }
 
   /// Whether an operation in an innermost loop (one that holds only

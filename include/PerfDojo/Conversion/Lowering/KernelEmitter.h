@@ -189,13 +189,8 @@ protected:
   /// instead of loading what the nest stored, and the nest is not
   /// emitted: each element is stored once, after its tile's loop, rather
   /// than stored, loaded back and stored again (LLVM kept the first
-  /// stores). By the tile's operation; `nest` is the initialization's
-  /// outermost scope, `value` its constant.
-  struct FoldedInit {
-    Operation *nest;
-    double value;
-  };
-  llvm::DenseMap<Operation *, FoldedInit> foldedInits;
+  /// stores). The constant by the tile's operation, and the nests.
+  llvm::DenseMap<Operation *, double> foldedInits;
   llvm::SmallPtrSet<Operation *, 8> foldedNests;
   /// Finds every folded initialization in the kernel (only into the tiles
   /// that `foldsInitInto` accepts).

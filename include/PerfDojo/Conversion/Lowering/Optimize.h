@@ -1,5 +1,4 @@
-//===- Optimize.h - LLVM's optimizer for lowered kernels ---------*- C++
-//-*-===//
+//===- Optimize.h - LLVM's optimizer for lowered kernels --*- C++ -*-===//
 //
 // The -O3 pipeline that the JIT evaluator and the kernel library run on a
 // lowered kernel's LLVM module, with a guard against a miscompilation of
