@@ -635,19 +635,34 @@ ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
         access && bufferOf(access.getArray().getValue()) == out)
       return {};
   SmallVector<LinearForm> forms(op.getOut().getLinearForms());
-  for (auto [d, form] : llvm::enumerate(forms)) {
-    if (form.coeff(scope.getDepth()))
-      return {};
-    bool last = d + 1 == forms.size();
-    if (vec && form.coeff(vec.getDepth()) != (last ? 1 : 0))
+  // The lanes run along one dimension of the output, with step `step`:
+  // the last with step 1 (contiguous), or, where the target gathers and
+  // scatters a tile's vectors, any one.
+  size_t laneDim = forms.size() - 1;
+  int64_t step = 1;
+  if (vec) {
+    step = 0;
+    for (auto [d, form] : llvm::enumerate(forms))
+      if (int64_t c = form.coeff(vec.getDepth())) {
+        if (step)
+          return {};
+        laneDim = d;
+        step = std::abs(c);
+      }
+    if (!step ||
+        (!scattersTiles() && (laneDim + 1 != forms.size() || step != 1)))
       return {};
   }
+  for (const LinearForm &form : forms)
+    if (form.coeff(scope.getDepth()))
+      return {};
   int64_t width = vec ? int64_t(vec.getSize()) : 1;
   // The instances' vectors must be the same or not overlap: pairwise,
   // every dimension equal (one accumulator: a convolution's window
   // positions, unrolled, all update the same outputs), or some dimension
-  // different by a constant, by at least the width in the last one. At
-  // most 24 distinct vectors.
+  // other than the lanes' different by a constant, or the lanes' by at
+  // least the width's span or by no multiple of the step. At most 24
+  // distinct vectors.
   SmallVector<SmallVector<int64_t>> offsets;
   for (ArrayRef<int64_t> instance : unrolledInstances(unrolls))
     offsets.push_back(instanceOffset(forms, unrolls, instance));
@@ -660,7 +675,7 @@ ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
       bool apart = false;
       for (size_t d = 0; d < forms.size(); ++d) {
         int64_t diff = std::abs(offsets[i][d] - offsets[j][d]);
-        apart |= d + 1 == forms.size() ? diff >= width : diff != 0;
+        apart |= d == laneDim ? diff >= width * step || diff % step : diff != 0;
       }
       if (!apart)
         return {};
@@ -691,6 +706,11 @@ static ScopeOp tileVectorScope(ComputeOp op) {
   return vec && vec.getMapping() == Mapping::vector ? vec : ScopeOp();
 }
 
+bool KernelEmitter::scatteredTile(ComputeOp op) {
+  ScopeOp vec = tileVectorScope(op);
+  return vec && classify(op.getOut()) == Pattern::Scattered;
+}
+
 void KernelEmitter::bindTileInstance(ScopeOp scope, Value sVar,
                                      ArrayRef<int64_t> combo, ComputeOp op) {
   ivs.resize(scope.getDepth());
@@ -713,6 +733,17 @@ SmallVector<Value> KernelEmitter::loadTile(ScopeOp scope, ComputeOp op,
   for (unsigned i : tile.first) {
     bindTileInstance(scope, constantIndex(0), tile.combos[i], op);
     SmallVector<Value> at = indices(op.getOut(), 0);
+    if (vec && scatteredTile(op)) {
+      // Lane by lane; the masked lanes hold zeros.
+      SmallVector<Value> elements;
+      for (int64_t lane = 0; lane < lanes.width; ++lane)
+        elements.push_back(
+            memref::LoadOp::create(b, loc, memref, indices(op.getOut(), lane)));
+      elements.append(lanes.registerWidth - lanes.width, constant(0, type));
+      values.push_back(
+          vector::FromElementsOp::create(b, loc, vecType, elements));
+      continue;
+    }
     values.push_back(
         vec ? KernelEmitter::emitVectorLoad(vecType, memref, at, op.getOut())
             : memref::LoadOp::create(b, loc, memref, at));
@@ -730,6 +761,14 @@ void KernelEmitter::storeTile(ScopeOp scope, ComputeOp op,
   for (auto [i, first] : llvm::enumerate(tile.first)) {
     bindTileInstance(scope, constantIndex(0), tile.combos[first], op);
     SmallVector<Value> at = indices(op.getOut(), 0);
+    if (vec && scatteredTile(op)) {
+      for (int64_t lane = 0; lane < lanes.width; ++lane)
+        memref::StoreOp::create(b, loc,
+                                vector::ExtractOp::create(
+                                    b, loc, values[i], ArrayRef<int64_t>{lane}),
+                                memref, indices(op.getOut(), lane));
+      continue;
+    }
     if (vec && storesTileAsWrite(op))
       emitVectorStore(values[i], memref, at, op.getOut(), /*reduce=*/false);
     else if (vec)
@@ -785,20 +824,24 @@ KernelEmitter::initializedTile(Operation &nest, ScopeOp scope, ComputeOp op,
   // instance of the nest's scopes; every instance of the tile's unrolled
   // scopes, lane by lane.
   auto elementsOf = [](ArrayRef<LinearForm> forms, ArrayRef<ScopeOp> scopes,
-                       int64_t lanes) {
+                       ScopeOp vec) {
     std::set<SmallVector<int64_t>> set;
+    int64_t lanes = vec ? int64_t(vec.getSize()) : 1;
     for (ArrayRef<int64_t> instance : unrolledInstances(scopes)) {
       SmallVector<int64_t> element = instanceOffset(forms, scopes, instance);
       for (auto [e, f] : llvm::zip(element, forms))
         e += f.constant;
-      for (int64_t lane = 0; lane < lanes; ++lane, ++element.back())
+      for (int64_t lane = 0; lane < lanes; ++lane) {
         set.insert(element);
+        if (vec)
+          for (auto [e, f] : llvm::zip(element, forms))
+            e += f.coeff(vec.getDepth());
+      }
     }
     return set;
   };
-  ScopeOp vec = tileVectorScope(op);
-  if (elementsOf(initForms, scopes, 1) !=
-      elementsOf(forms, unrolls, vec ? int64_t(vec.getSize()) : 1))
+  if (elementsOf(initForms, scopes, ScopeOp()) !=
+      elementsOf(forms, unrolls, tileVectorScope(op)))
     return std::nullopt;
   return value.getValueAsDouble();
 }

@@ -40,6 +40,7 @@ private:
   bool maskedLanes() const override { return true; }
   bool transposesInRegisters() const override { return true; }
   bool stridedLoadsInRegisters() const override { return true; }
+  bool scattersTiles() const override { return true; }
   bool foldsInitInto(ScopeOp scope) override {
     return getAccumulated(scope).empty(); // else lowerAccumulated takes it
   }

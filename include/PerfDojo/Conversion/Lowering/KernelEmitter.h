@@ -139,12 +139,13 @@ protected:
   LogicalResult lowerVectorScope(ScopeOp scope);
   /// A sequential scope S whose body is a chain of unrolled scopes ending in
   /// one reduction, in a vector scope whose lanes its element is contiguous
-  /// in, or alone (a scalar tile, where maxScalarTile allows), whose element
-  /// is invariant in S and never read by the operation's inputs, and for
-  /// any two instances of the unrolled scopes the same element (vector) or
-  /// ones that do not overlap (at most kMaxTileVectors distinct vectors or
-  /// maxScalarTile elements, at most kMaxTileInstances instances): that
-  /// operation and the unrolled scopes, else null.
+  /// in (or, where scattersTiles, runs along with any one step), or alone (a
+  /// scalar tile, where maxScalarTile allows), whose element is invariant in S
+  /// and never read by the operation's inputs, and for any two instances of the
+  /// unrolled scopes the same element (vector) or ones that do not overlap (at
+  /// most kMaxTileVectors distinct vectors or maxScalarTile elements, at most
+  /// kMaxTileInstances instances): that operation and the unrolled scopes, else
+  /// null.
   ComputeOp getRegisterTile(ScopeOp scope, SmallVectorImpl<ScopeOp> &unrolls);
   /// Lowers such a scope keeping one value per distinct element (vector)
   /// in registers through the loop: loaded before, updated in the same
@@ -206,6 +207,14 @@ protected:
   /// nest is skipped either way). The CPU does; the GPU's tiles may be
   /// carried through staging loops instead.
   virtual bool foldsInitInto(ScopeOp scope) { return false; }
+  /// Whether the target keeps register tiles whose lanes run along a
+  /// dimension of the output other than its contiguous one (a
+  /// convolution's output channels), gathering each vector lane by lane
+  /// before the tile's loop and scattering it after: a load and a store
+  /// per lane once per tile, not per update. The CPU does.
+  virtual bool scattersTiles() const { return false; }
+  /// Whether vector register tile `op` is such a tile.
+  bool scatteredTile(ComputeOp op);
   /// Whether register tile `op` stores its accumulators with
   /// emitVectorStore as plain stores (reduce false), which a target may
   /// make non-temporal; otherwise as the stores of a reduction.
