@@ -732,7 +732,6 @@ SmallVector<Value> KernelEmitter::loadTile(ScopeOp scope, ComputeOp op,
   SmallVector<Value> values;
   for (unsigned i : tile.first) {
     bindTileInstance(scope, constantIndex(0), tile.combos[i], op);
-    SmallVector<Value> at = indices(op.getOut(), 0);
     if (vec && scatteredTile(op)) {
       // Lane by lane; the masked lanes hold zeros.
       SmallVector<Value> elements;
@@ -744,6 +743,7 @@ SmallVector<Value> KernelEmitter::loadTile(ScopeOp scope, ComputeOp op,
           vector::FromElementsOp::create(b, loc, vecType, elements));
       continue;
     }
+    SmallVector<Value> at = indices(op.getOut(), 0);
     values.push_back(
         vec ? KernelEmitter::emitVectorLoad(vecType, memref, at, op.getOut())
             : memref::LoadOp::create(b, loc, memref, at));
@@ -760,7 +760,6 @@ void KernelEmitter::storeTile(ScopeOp scope, ComputeOp op,
   unsigned base = ivs.size();
   for (auto [i, first] : llvm::enumerate(tile.first)) {
     bindTileInstance(scope, constantIndex(0), tile.combos[first], op);
-    SmallVector<Value> at = indices(op.getOut(), 0);
     if (vec && scatteredTile(op)) {
       for (int64_t lane = 0; lane < lanes.width; ++lane)
         memref::StoreOp::create(b, loc,
@@ -769,6 +768,7 @@ void KernelEmitter::storeTile(ScopeOp scope, ComputeOp op,
                                 memref, indices(op.getOut(), lane));
       continue;
     }
+    SmallVector<Value> at = indices(op.getOut(), 0);
     if (vec && storesTileAsWrite(op))
       emitVectorStore(values[i], memref, at, op.getOut(), /*reduce=*/false);
     else if (vec)

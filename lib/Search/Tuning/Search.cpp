@@ -1780,11 +1780,9 @@ public:
     // The copies, before the top-level nest, S's dimension last.
     for (auto &[array, dim] : copies) {
       std::string name = addCopy(id, 0, array, "_t");
-      unsigned rank = name.empty()
-                          ? 0
-                          : env.getKernel().lookupArray(name).getShape().size();
       if (name.empty())
         return false;
+      unsigned rank = env.getKernel().lookupArray(name).getShape().size();
       for (unsigned d = dim; d + 1 < rank; ++d)
         if (!apply(PermuteDimsOp::make(bufferLoc(name, d))))
           return false;
@@ -1827,22 +1825,26 @@ public:
 
   /// The steps of lanesAcrossRows on operation `id`, alone in the scopes
   /// from depth `s` (S) down to its lanes at depth `v`: the lanes made a
-  /// sequential scope, S tiled by the vector width, its inner part sunk
-  /// below them and vectorized, its outer part tiled by `c` where larger
-  /// and that (or all of it) sunk right above the vector and unrolled
-  /// with the former lanes. False if a step is refused.
+  /// sequential scope; S, tiled by the vector width where larger, its
+  /// inner part (or all of it) sunk below them and vectorized; its outer
+  /// part tiled by `c` where larger, and that (or all of it) sunk right
+  /// above the vector; the former lanes and that part unrolled. False if
+  /// a step is refused.
   bool moveLanes(StringRef id, unsigned s, unsigned v, int64_t c) {
     auto at = [&](unsigned d) { return scopeLoc(*findOpAt(id), d); };
+    unsigned split =
+        int64_t(scopeAt(*findOpAt(id), s).getSize()) > target.vectorWidth;
     if (!apply(UnsetMappingOp::make(at(v))) ||
-        !apply(TileScopeOp::make(at(s), target.vectorWidth)))
+        (split && !apply(TileScopeOp::make(at(s), target.vectorWidth))))
       return false;
-    for (unsigned d = s + 1; d <= v; ++d)
+    for (unsigned d = s + split; d < v + split; ++d)
       if (!apply(SwapNestedScopesOp::make(at(d))))
         return false;
-    if (!apply(VectorizeOp::make(at(v + 1))))
+    if (!apply(VectorizeOp::make(at(v + split))))
       return false;
-    ScopeOp outer = scopeAt(*findOpAt(id), s);
-    unsigned tiled = int64_t(outer.getSize()) > c;
+    if (!split)
+      return apply(UnrollOp::make(at(v - 1)));
+    unsigned tiled = int64_t(scopeAt(*findOpAt(id), s).getSize()) > c;
     if (tiled && !apply(TileScopeOp::make(at(s), c)))
       return false;
     for (unsigned d = s + tiled; d < v + tiled; ++d)
