@@ -1548,24 +1548,25 @@ public:
         if (!p)
           continue;
       }
-      // A product of a few lanes runs them along another scope.
-      if (!p->columns) {
+      // Whether `scheme` took the product whole; where it did not, its
+      // steps are taken back and the product found again.
+      auto takes = [&](function_ref<bool()> scheme) {
         size_t before = env.getMoves().size();
-        if (lanesAcrossRows(id))
-          continue;
+        if (scheme())
+          return true;
         rollBackTo(before);
-        if (!(p = findProductAt(id)))
-          continue;
-      }
-      // A product whose loaded vectors no row reuses streams its matrix.
-      if (p->columns && !reusesLoadedVectors(*p)) {
-        size_t before = env.getMoves().size();
-        if (streamProduct(id))
-          continue;
-        rollBackTo(before);
-        if (!(p = findProductAt(id)))
-          continue;
-      }
+        p = findProductAt(id);
+        return false;
+      };
+      // A product of a few lanes runs them along another scope; one whose
+      // loaded vectors no row reuses streams its matrix.
+      if (!p->columns && takes([&] { return lanesAcrossRows(id); }))
+        continue;
+      if (p && p->columns && !reusesLoadedVectors(*p) &&
+          takes([&] { return streamProduct(id); }))
+        continue;
+      if (!p)
+        continue;
       // The tile: C vectors of columns by R rows, chosen together.
       int64_t vectorsPerRow = p->columns ? p->columns.getSize() : 1;
       TileChoice tile = chooseTile(*p, vectorsPerRow, accumulators, cols);
