@@ -332,19 +332,23 @@ Value KernelEmitter::load(AccessAttr access) {
     if (stridedLoadsInRegisters())
       if (Value strided = loadStrided(access))
         return strided;
-    SmallVector<Value> elements;
-    for (int64_t lane = 0; lane < lanes.width; ++lane)
-      elements.push_back(
-          memref::LoadOp::create(b, loc, memref, indices(access, lane)));
-    // The masked lanes: zeros, never read from memory.
-    if (lanes.masked())
-      elements.append(lanes.registerWidth - lanes.width,
-                      constant(0, scalar));
-    return vector::FromElementsOp::create(
-        b, loc, cast<VectorType>(vectorOf(scalar)), elements);
+    return gatherLanes(access);
   }
   }
   llvm_unreachable("unknown pattern");
+}
+
+Value KernelEmitter::gatherLanes(AccessAttr access) {
+  Value memref = memrefs.lookup(access.getArray().getValue());
+  Type scalar = elementType(access.getArray().getValue());
+  SmallVector<Value> elements;
+  for (int64_t lane = 0; lane < lanes.width; ++lane)
+    elements.push_back(
+        memref::LoadOp::create(b, loc, memref, indices(access, lane)));
+  // The masked lanes: zeros, never read from memory.
+  elements.append(lanes.registerWidth - lanes.width, constant(0, scalar));
+  return vector::FromElementsOp::create(
+      b, loc, cast<VectorType>(vectorOf(scalar)), elements);
 }
 
 Value KernelEmitter::loadTransposed(AccessAttr access) {
@@ -733,14 +737,7 @@ SmallVector<Value> KernelEmitter::loadTile(ScopeOp scope, ComputeOp op,
   for (unsigned i : tile.first) {
     bindTileInstance(scope, constantIndex(0), tile.combos[i], op);
     if (vec && scatteredTile(op)) {
-      // Lane by lane; the masked lanes hold zeros.
-      SmallVector<Value> elements;
-      for (int64_t lane = 0; lane < lanes.width; ++lane)
-        elements.push_back(
-            memref::LoadOp::create(b, loc, memref, indices(op.getOut(), lane)));
-      elements.append(lanes.registerWidth - lanes.width, constant(0, type));
-      values.push_back(
-          vector::FromElementsOp::create(b, loc, vecType, elements));
+      values.push_back(gatherLanes(op.getOut()));
       continue;
     }
     SmallVector<Value> at = indices(op.getOut(), 0);

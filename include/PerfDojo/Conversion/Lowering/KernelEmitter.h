@@ -315,6 +315,9 @@ protected:
   /// Null where the pattern does not hold (masked lanes: a scope whose
   /// size is not a power of two).
   Value loadStrided(AccessAttr access);
+  /// The lanes' elements of `access` loaded one by one into a vector (a
+  /// masked vector's other lanes zeros, never read).
+  Value gatherLanes(AccessAttr access);
   /// The transposed blocks loadTransposed built, by access and U's loop.
   llvm::DenseMap<std::pair<Attribute, Operation *>, Value> transposedBlocks;
   /// Stores `value` (combined with the element for a reduction) into the
