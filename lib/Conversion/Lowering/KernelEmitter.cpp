@@ -346,7 +346,8 @@ Value KernelEmitter::gatherLanes(AccessAttr access) {
     elements.push_back(
         memref::LoadOp::create(b, loc, memref, indices(access, lane)));
   // The masked lanes: zeros, never read from memory.
-  elements.append(lanes.registerWidth - lanes.width, constant(0, scalar));
+  if (lanes.masked())
+    elements.append(lanes.registerWidth - lanes.width, constant(0, scalar));
   return vector::FromElementsOp::create(
       b, loc, cast<VectorType>(vectorOf(scalar)), elements);
 }
