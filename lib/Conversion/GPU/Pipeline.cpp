@@ -193,6 +193,8 @@ void mlir::perfdojo::buildLowerToGPUPipeline(OpPassManager &pm, GPUApi api,
   device.addPass(createReconcileUnrealizedCastsPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
+  // NVPTX's and AMDGPU's -O3 run LLVM's SROA too.
+  device.addPass(createGuardPartialVectorSlots());
   pm.addPass(createCheckGPUExternals());
   // The target, then the code: PTX text (the CUDA driver compiles it when
   // it loads the module; no ptxas needed) or an HSACO (linked by ld.lld).

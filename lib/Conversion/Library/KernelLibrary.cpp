@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/Conversion/Library/KernelLibrary.h"
-#include "PerfDojo/Conversion/Lowering/Optimize.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -406,7 +406,8 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   llvmModule->setTargetTriple(machine->getTargetTriple());
   if (failed(addEntryPoints(kernel, *llvmModule, workspace, error)))
     return failure();
-  auto optimize = makeKernelOptimizer(machine.get());
+  auto optimize =
+      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get())) {
     error = "optimization failed: " + toString(std::move(e));
     return failure();

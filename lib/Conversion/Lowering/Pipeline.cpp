@@ -86,6 +86,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createGuardPartialVectorSlots());
 }
 
 OwningOpRef<ModuleOp>

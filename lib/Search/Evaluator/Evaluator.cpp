@@ -2,10 +2,10 @@
 
 #include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "ElementFormat.h"
-#include "PerfDojo/Conversion/Lowering/Optimize.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
 #include "PerfDojo/Support/ChildProcess.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -118,7 +118,8 @@ mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
     error = "cannot target this CPU: " + toString(machine.takeError());
     return failure();
   }
-  auto transformer = makeKernelOptimizer(machine->get());
+  auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                               machine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;

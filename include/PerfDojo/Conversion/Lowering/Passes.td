@@ -91,6 +91,33 @@ def FenceStreamingStores
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def GuardPartialVectorSlots
+    : Pass<"pd-guard-partial-vector-slots"> {
+  let summary = "Keep in memory the stack slots that LLVM 22's SROA miscompiles";
+  let description = [{
+    The last pass of `pd-lower-to-llvm` (and of the GPU lowering's device
+    modules), on the LLVM dialect: marks
+    volatile every load and store of each `llvm.alloca` that a vector load
+    reads across narrower stores beginning at two different offsets (a
+    register temporary written 5 lanes at offset 4, then 4 lanes at
+    offset 0, then read as 9). LLVM 22's SROA rewrites such a slot into one
+    vector value and, when the store to the higher offset comes first,
+    inserts the widening shuffle of a stored value before that value is
+    defined ("Instruction does not dominate all uses"); code generation
+    then crashes. Volatile accesses keep the slot in memory, which SROA
+    leaves alone. Because the marks are in the lowered module, every
+    consumer is covered: the JIT, the kernel library, and a user's
+    `mlir-translate --mlir-to-llvmir | opt -O3` after `pd-opt` or the pass
+    plugin. The slot is followed through memref descriptors
+    (`llvm.insertvalue`, `llvm.extractvalue`) and through GEPs whose
+    indices are constants or sums and products of constants; a slot used
+    any other way (a variable index, a call, a branch argument, stored as a
+    value) is left as it is, since SROA does not rewrite such a slot into
+    one value either.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ApproximateMathPass : Pass<"pd-approximate-math", "::mlir::ModuleOp"> {
   let summary = "f32 math functions as vector arithmetic, without a math library";
   let description = [{
