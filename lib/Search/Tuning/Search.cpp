@@ -2642,10 +2642,10 @@ public:
   /// once per slice before T into a contiguous slot per thread (add_copy
   /// at T, vectorized), its rows are kc elements apart and it stays in the
   /// L1 cache next to the panel's slice. Measured on swiglu (2 threads, 6
-  /// rounds alternated, Intel, 2026-11-29): 6.7-7.4 ms against 7.5-8.0
-  /// without. A slice whose lines spread over the sets stays where it is
-  /// (copying gemm_tail's 24 x 32 slice, rows 640 bytes apart, would only
-  /// add work). Taken back if refused.
+  /// rounds alternated, Intel, 2026-11-29): 6.15-6.71 ms against
+  /// 6.47-7.52 without (6.7-7.4 against 7.5-8.0 in another 6). A slice whose
+  /// lines spread over the sets stays where it is (copying gemm_tail's 24 x 32
+  /// slice, rows 640 bytes apart, would only add work).
   void stageRowSlice(StringRef id) {
     std::optional<ComputeOp> op = findOpAt(id);
     if (!op)
@@ -2673,25 +2673,24 @@ public:
     if (row.empty() || maxLinesPerSet(*op, forms, bufferHolding(row),
                                       rows.getDepth()) <= kMaxLinesPerSet)
       return;
-    size_t before = env.getMoves().size();
     std::string name = addCopy(id, tiles.getDepth(), row, "_slice");
-    if (name.empty()) {
-      rollBackTo(before);
-      return;
-    }
-    vectorizeCopy(name);
+    if (!name.empty())
+      vectorizeCopy(name);
   }
 
   /// The most lines of one slice that stageRowSlice leaves in a set of
   /// the L1 cache: an 8-way cache's ways (Zen 3's 32 KiB; Intel's 48 KiB
   /// has 12).
   static constexpr int64_t kMaxLinesPerSet = 8;
+  /// The sets of an L1 data cache of 4 KiB a way (32 KiB 8-way, 48 KiB
+  /// 12-way).
+  static constexpr int64_t kL1Sets = 64;
 
-  /// The most 64-byte lines that `op`'s access `forms` of the input
-  /// `buffer` reads in one set of a 64-set L1 cache (32 KiB 8-way, 48 KiB
-  /// 12-way: 4 KiB a way), over the scopes around `op` from `depth` down
-  /// (the scopes above at their first iteration). 0 when unknown: the
-  /// buffer missing or reused, or over 2^16 points to visit.
+  /// The most cache lines that `op`'s access `forms` of the input
+  /// `buffer` reads in one set of the L1 cache (kL1Sets), over the scopes
+  /// around `op` from `depth` down (the scopes above at their first iteration).
+  /// 0 when unknown: the buffer missing or reused, or over 2^16 points to
+  /// visit.
   int64_t maxLinesPerSet(ComputeOp op, ArrayRef<LinearForm> forms,
                          BufferOp buffer, unsigned depth) {
     if (!buffer || forms.size() != buffer.getShape().size() ||
@@ -2727,13 +2726,13 @@ public:
       int64_t offset = base;
       for (auto [scope, i] : llvm::zip(scopes, at))
         offset += scope.first * i;
-      lines.insert(offset * bytes / 64);
+      lines.insert(offset * bytes / kLineBytes);
       for (unsigned i = 0; i < at.size() && ++at[i] == scopes[i].second; ++i)
         at[i] = 0;
     }
-    int64_t perSet[64] = {}, most = 0;
+    int64_t perSet[kL1Sets] = {}, most = 0;
     for (int64_t line : lines)
-      most = std::max(most, ++perSet[((line % 64) + 64) % 64]);
+      most = std::max(most, ++perSet[((line % kL1Sets) + kL1Sets) % kL1Sets]);
     return most;
   }
 
