@@ -132,6 +132,13 @@ def peer_env(args):
     env = dict(os.environ)
     env["TVM_NUM_THREADS"] = str(args.threads)
     env["OMP_NUM_THREADS"] = str(args.threads)
+    # PerfDojo's evaluating tools pin their OpenMP threads one per core
+    # unless the environment chooses a binding (docs/Evaluation.md); the
+    # peers' OpenMP (PyTorch's libgomp, Inductor's code) gets the same.
+    if not any(v in env for v in ("OMP_PROC_BIND", "OMP_PLACES",
+                                  "KMP_AFFINITY", "GOMP_CPU_AFFINITY")):
+        env["OMP_PROC_BIND"] = "true"
+        env["OMP_PLACES"] = "cores"
     # PyTorch loads its libraries with global symbols, so that the C++ that
     # torch.compile writes finds SLEEF's vector functions in the wheel's
     # libtorch_cpu. Without it, on a machine with Debian's libtorch-dev
