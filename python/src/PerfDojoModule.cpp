@@ -404,6 +404,7 @@ PyRunResult runCompiled(PyKernel &kernel,
     options.threads = std::max(threads, 1u);
     options.warmup = warmup;
     options.repetitions = std::max(repetitions, 1u);
+    options.minTimedSeconds = 0; // exactly the runs asked for
     options.timeLimit = timeLimit;
     auto values = std::make_shared<std::vector<OutputData>>();
     for (const NamedValues &input : inputs) {

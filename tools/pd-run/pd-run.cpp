@@ -87,6 +87,12 @@ static cl::opt<unsigned> repetitions("repetitions",
                                      cl::cat(jitCategory));
 static cl::opt<unsigned> warmup("warmup", cl::desc("untimed runs first"),
                                 cl::init(1), cl::cat(jitCategory));
+static cl::opt<double> minTimedMs(
+    "min-timed-ms",
+    cl::desc("CPU: a short kernel warms up for a quarter of this and is "
+             "timed until its runs add up to this, up to 1000 runs (0: "
+             "exactly --warmup and --repetitions runs)"),
+    cl::init(5), cl::cat(jitCategory));
 static cl::opt<double>
     timeLimit("time-limit",
               cl::desc("seconds after which the child compiling and running "
@@ -237,6 +243,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   EvaluationOptions options;
   options.threads = threads;
   options.repetitions = repetitions;
+  options.minTimedSeconds = minTimedMs / 1000;
   options.warmup = warmup;
   options.timeLimit = timeLimit;
   options.seed = seed;
@@ -255,6 +262,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
     EvaluationOptions once = options;
     once.warmup = 0;
     once.repetitions = 1;
+    once.minTimedSeconds = 0;
     EvaluationResult expected = evaluate(otherKernel, once);
     if (!expected.ok()) {
       llvm::errs() << "pd-run: the reference kernel fails: "
@@ -361,6 +369,11 @@ static int runTool(int argc, char **argv) {
     llvm::errs() << "pd-run: --target must be 'cpu', 'cuda', 'rocm' or "
                     "'gpu-emulator', not '"
                  << target << "'\n";
+    return 1;
+  }
+  if (!(minTimedMs >= 0) || minTimedMs > 60000) {
+    llvm::errs() << "pd-run: --min-timed-ms must lie between 0 and 60000, "
+                 << "not " << llvm::format("%g", double(minTimedMs)) << "\n";
     return 1;
   }
   bool emulate = target == "gpu-emulator";

@@ -103,6 +103,11 @@ static cl::opt<unsigned> threads(
 static cl::opt<unsigned> repetitions("repetitions", cl::cat(tuneCategory),
                                      cl::init(3),
                                      cl::desc("timed runs per candidate"));
+static cl::opt<double> minTimedMs(
+    "min-timed-ms", cl::cat(tuneCategory), cl::init(5),
+    cl::desc("CPU: a short candidate warms up for a quarter of this and is "
+             "timed until its runs add up to this, up to 1000 runs (0: "
+             "exactly 1 warm-up and --repetitions runs)"));
 static cl::opt<double>
     timeLimit("time-limit", cl::cat(tuneCategory), cl::init(30),
               cl::desc("seconds a candidate may take (compile and runs)"));
@@ -361,6 +366,7 @@ static int runTool(int argc, char **argv) {
   sessionOptions.threads = threads;
   sessionOptions.vectorWidth = vectorWidth;
   sessionOptions.repetitions = repetitions;
+  sessionOptions.minTimedSeconds = minTimedMs / 1000;
   sessionOptions.timeLimit = timeLimit;
   sessionOptions.tolerance = tolerance;
   sessionOptions.checkAgainstInterpreter = checkAgainst == "interpreter";

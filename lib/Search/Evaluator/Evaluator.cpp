@@ -197,6 +197,9 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
 }
 
 namespace {
+/// The most timed runs that minTimedSeconds adds.
+constexpr unsigned kMaxTimedRuns = 1000;
+
 /// What the child process reports through shared memory besides its times
 /// and outputs.
 struct ChildReport {
@@ -244,7 +247,9 @@ class RunArea {
 public:
   RunArea(ArrayRef<CompiledKernel::Buffer> buffers,
           const EvaluationOptions &options)
-      : buffers(buffers), reps(std::max(options.repetitions, 1u)) {
+      : buffers(buffers),
+        reps(std::max(options.repetitions,
+                      options.minTimedSeconds > 0 ? kMaxTimedRuns : 1u)) {
     InputGenerator generator(options.seed);
     for (const CompiledKernel::Buffer &buffer : buffers) {
       int64_t count = elementCount(buffer.shape);
@@ -340,11 +345,20 @@ public:
     // The warm-up never decides that a kernel is slow: it pays one-time
     // costs (the OpenMP threads' start, the first touch of the outputs'
     // pages) that can exceed slowSeconds many times for a small kernel.
-    for (unsigned i = 0; i < options.warmup; ++i)
-      (void)timedRun();
+    // A short kernel warms up for a quarter of minTimedSeconds and is
+    // timed until its runs add up to minTimedSeconds: the first calls of a
+    // parallel kernel wake the OpenMP threads, and a median of a few calls
+    // of a few microseconds each is mostly noise.
+    double warm = 0, minSeconds = std::max(options.minTimedSeconds, 0.0);
+    for (unsigned i = 0; i < options.warmup || warm < minSeconds / 4; ++i)
+      warm += timedRun();
+    unsigned wanted = std::max(options.repetitions, 1u);
+    double total = 0;
     bool slow = false;
-    for (unsigned i = 0; i < reps && !slow; ++i) {
+    for (unsigned i = 0;
+         i < reps && !slow && (i < wanted || total < minSeconds); ++i) {
       times[i] = timedRun();
+      total += times[i];
       r->measured = i + 1;
       slow = options.slowSeconds > 0 && times[i] > options.slowSeconds;
     }
@@ -365,6 +379,8 @@ public:
 
 private:
   ArrayRef<CompiledKernel::Buffer> buffers;
+  /// Room for this many times: the repetitions asked for, or more for a
+  /// short kernel timed for minTimedSeconds.
   unsigned reps;
   std::vector<std::unique_ptr<SharedMemory>> memory;
   size_t outputBytes = 0;

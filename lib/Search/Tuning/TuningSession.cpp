@@ -19,6 +19,8 @@ mlir::perfdojo::checkTuningSessionOptions(const TuningSessionOptions &options) {
            "'; expected cpu, cuda or rocm";
   if (options.threads == 0)
     return std::string("--num-threads must be at least 1");
+  if (!(options.minTimedSeconds >= 0) || options.minTimedSeconds > 60)
+    return std::string("--min-timed-ms must lie between 0 and 60000");
   bool gpu = options.target != "cpu";
   if (options.vectorWidth != 0 &&
       (gpu || !getCPUTarget(options.threads, options.vectorWidth)))
@@ -136,6 +138,7 @@ TuningSession::create(OwningOpRef<ModuleOp> module, StringRef name,
   EnvironmentOptions envOptions;
   envOptions.evaluation.threads = options.threads;
   envOptions.evaluation.repetitions = options.repetitions;
+  envOptions.evaluation.minTimedSeconds = options.minTimedSeconds;
   envOptions.evaluation.timeLimit = options.timeLimit;
   envOptions.tolerance = options.tolerance;
   envOptions.database = session->database.get();

@@ -242,6 +242,7 @@ FailureKind Walker::checkKernel(const Subject &subject, KernelOp kernel,
   options.threads = 2;
   options.warmup = 0;
   options.repetitions = 1;
+  options.minTimedSeconds = 0;
   options.timeLimit = 60;
   options.seed = config.inputSeed;
   EvaluationResult result = evaluate(kernel, options);

@@ -29,8 +29,14 @@ struct EvaluationOptions {
   unsigned threads = 1;
   /// Untimed runs before the timed ones.
   unsigned warmup = 1;
-  /// Timed runs.
+  /// Timed runs, at least.
   unsigned repetitions = 5;
+  /// A kernel whose runs are short warms up until the warm-up took a
+  /// quarter of this, and is timed until its timed runs add up to this (at
+  /// most 1000 runs): a median of 5 calls of a 6 us parallel kernel after
+  /// 1 warm-up ranged over 6-11 us, most of it the OpenMP threads waking.
+  /// 0: exactly `warmup` and `repetitions` runs.
+  double minTimedSeconds = 0.005;
   /// Wall-clock limit of the whole child, in seconds: for evaluate() the
   /// lowering and JIT compilation, the warm-up and the runs; for
   /// CompiledKernel::run the warm-up and the runs.

@@ -37,6 +37,8 @@ struct TuningSessionOptions {
   /// CPU's, getCPUTarget).
   int64_t vectorWidth = 0;
   unsigned repetitions = 3;
+  /// CPU: see EvaluationOptions::minTimedSeconds.
+  double minTimedSeconds = 0.005;
   double timeLimit = 30;
   double tolerance = 2e-3;
   /// Check against the float64 interpreter instead of the starting kernel
