@@ -398,7 +398,8 @@ def report(args, rows, versions):
                   100 * (max(refs) / mid - 1),
                   sum(1 for r in refs if abs(r / mid - 1) > 0.1), len(refs)))
     print()
-    print("Times: median of %d rounds (each the median of %d calls), ± half "
+    print("Times: median of %d rounds (each the median of %d calls, or of "
+          "5 ms of calls after 1.25 ms of warm-up for a shorter one), ± half "
           "the spread between rounds; %d threads; versions: %s." % (
               args.rounds, args.reps, args.threads,
               ", ".join("%s %s" % kv for kv in sorted(versions.items()))))

@@ -15,7 +15,8 @@ the best schedule MetaSchedule recorded in DIR/tvm), run each once on the
 inputs and write its outputs to DIR/out-<variant>.npz for run.py to check,
 then print one JSON line ``{"ready": {variant: {...}}}``. After that, each
 line ``time REPS`` on stdin is answered by ``{"times": {variant: [ms,
-...]}}`` (one untimed run, then REPS timed calls of each variant) and
+...]}}`` (one untimed run, then REPS timed calls of each variant; more of
+both for a short variant, see timed) and
 ``quit`` ends the worker.
 
 ``tvm-tune`` tunes the kernel (translated by pd_to_te from its naive text
@@ -42,13 +43,27 @@ def say(obj):
     print(json.dumps(obj), flush=True)
 
 
+# The rule PerfDojo's evaluator applies to its programs (pd-run
+# --min-timed-ms, docs/Evaluation.md): a short variant warms up until the
+# warm-up took a quarter of MIN_TIMED_S and is timed until its calls add up
+# to it, at most 1000 calls; a long one gets one untimed call and REPS.
+MIN_TIMED_S = 0.005
+
+
 def timed(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
+    warm, calls = 0.0, 0
+    while calls < 1 or (warm < MIN_TIMED_S / 4 and calls < 10000):
         start = time.perf_counter()
         fn()
-        times.append((time.perf_counter() - start) * 1e3)
+        warm += time.perf_counter() - start
+        calls += 1
+    times, total = [], 0.0
+    while len(times) < reps or (total < MIN_TIMED_S and len(times) < 1000):
+        start = time.perf_counter()
+        fn()
+        took = time.perf_counter() - start
+        total += took
+        times.append(took * 1e3)
     return times
 
 
