@@ -96,6 +96,7 @@ TEST(EvaluatorTest, CompiledRunMatchesTheInterpreterOnTheSameInputs) {
   EvaluationOptions options;
   options.seed = 7;
   options.repetitions = 2;
+  options.minTimedSeconds = 0;
   EvaluationResult result = evaluate(k.kernel, options, interp->get());
   ASSERT_TRUE(result.ok()) << result.reason;
   EXPECT_EQ(result.times.size(), 2u);
@@ -104,6 +105,30 @@ TEST(EvaluatorTest, CompiledRunMatchesTheInterpreterOnTheSameInputs) {
   options.seed = 8;
   EvaluationResult other = evaluate(k.kernel, options, interp->get());
   EXPECT_EQ(other.status, EvaluationStatus::WrongAnswer);
+}
+
+TEST(EvaluatorTest, AShortKernelIsTimedForTheMinimumTime) {
+  Loaded k(kScale);
+  ASSERT_TRUE(k.kernel);
+  EvaluationOptions options;
+  options.repetitions = 3;
+  options.minTimedSeconds = 0.002;
+  EvaluationResult result = evaluate(k.kernel, options);
+  ASSERT_TRUE(result.ok()) << result.reason;
+  // 32 elements take well under 2 ms a run: more runs than asked for,
+  // adding up to the minimum time unless they reached the cap of 1000.
+  double total = 0;
+  for (double t : result.times)
+    total += t;
+  EXPECT_GT(result.times.size(), 3u);
+  EXPECT_LE(result.times.size(), 1000u);
+  EXPECT_TRUE(total >= 0.002 || result.times.size() == 1000u) << total;
+  // A kernel slower than the minimum time gets the runs asked for: here
+  // the minimum is below one run.
+  options.minTimedSeconds = 1e-12;
+  EvaluationResult exact = evaluate(k.kernel, options);
+  ASSERT_TRUE(exact.ok()) << exact.reason;
+  EXPECT_EQ(exact.times.size(), 3u);
 }
 
 TEST(EvaluatorTest, GPUMappingsAreNamedAsCPUIncompatible) {

@@ -197,7 +197,8 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
 }
 
 namespace {
-/// The most timed runs that minTimedSeconds adds.
+/// The most timed runs that minTimedSeconds adds (and a tenth of the most
+/// warm-up runs).
 constexpr unsigned kMaxTimedRuns = 1000;
 
 /// What the child process reports through shared memory besides its times
@@ -350,7 +351,9 @@ public:
     // parallel kernel wake the OpenMP threads, and a median of a few calls
     // of a few microseconds each is mostly noise.
     double warm = 0, minSeconds = std::max(options.minTimedSeconds, 0.0);
-    for (unsigned i = 0; i < options.warmup || warm < minSeconds / 4; ++i)
+    for (unsigned i = 0; i < options.warmup ||
+                         (warm < minSeconds / 4 && i < kMaxTimedRuns * 10);
+         ++i)
       warm += timedRun();
     unsigned wanted = std::max(options.repetitions, 1u);
     double total = 0;
