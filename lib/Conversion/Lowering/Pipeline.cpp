@@ -67,6 +67,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   // comes after: an llvm.call_intrinsic (exp's llvm.ldexp) has unknown
   // effects, and an alloca_scope holding one stays.
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createElideLoopBarriers());
   perfdojo::ApproximateMathPassOptions math;
   math.scalefExp = options.scalefExp;
   pm.addPass(createApproximateMathPass(math));

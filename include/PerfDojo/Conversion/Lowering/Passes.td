@@ -91,6 +91,19 @@ def FenceStreamingStores
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ElideLoopBarriers : Pass<"pd-elide-loop-barriers"> {
+  let summary = "Drop a worksharing loop's barrier where the join orders all";
+  let description = [{
+    After `convert-scf-to-openmp` (and the canonicalizer that inlines the
+    `memref.alloca_scope` around each parallel body): an `omp.wsloop`
+    directly in an `omp.parallel` region, without reduction clauses, that
+    only a fence (`pd-fence-streaming-stores`) and the terminator follow,
+    becomes `nowait`. Its barrier would only precede the region's join,
+    which is a barrier itself: one barrier per parallel scope instead of
+    two.
+  }];
+}
+
 def GuardPartialVectorSlots
     : Pass<"pd-guard-partial-vector-slots"> {
   let summary = "Keep in memory the stack slots that LLVM 22's SROA miscompiles";
