@@ -2571,16 +2571,16 @@ public:
   /// block of rows per thread (tile_scope, parallelize), K into slices of
   /// kc (tile_scope; kc the largest power of two below K that divides it
   /// with kc rows of the tile within kPanelSliceBytes), ordered B, Ko, T,
-  /// R', Ki (swap_nested_scopes), and each kc x tile slice of the operand
-  /// is copied before R' (add_copy, a slot per thread). Each thread then
-  /// runs its register tiles past a slice that stays in the L1 cache, its
-  /// rows' kc columns of the other operand in the L2 cache. Taken only
-  /// where those (a thread's rows x kc) fit in kCachedOperandBytes:
-  /// measured with 2 threads (256 x 4096 by 4096 x 448, 4 x 4 tiles,
-  /// programs alternated in one process), 0.71x to 0.78x of the time for
-  /// 64 and 128 rows a thread, 0.88x for 256, but 1.12x to 1.19x for 512
-  /// rows a thread (1024 x 1024 by 1024 x 448), where the rows' slice no
-  /// longer stays near the core. False, with every step taken back, when
+  /// R', Ki (swap_nested_scopes). Each thread then runs its register
+  /// tiles past a kc x tile slice of the operand, read where it lies,
+  /// that stays in the L1 cache, its rows' kc columns of the other operand
+  /// in the L2 cache. Taken only where those (a thread's rows x kc) fit in
+  /// kCachedOperandBytes: measured with 2 threads (256 x 4096 by 4096 x
+  /// 448, 4 x 4 tiles, each slice then copied, programs alternated in one
+  /// process), 0.71x to 0.78x of the time for 64 and 128 rows a thread,
+  /// 0.88x for 256, but 1.12x to 1.19x for 512 rows a thread (1024 x 1024
+  /// by 1024 x 448), where the rows' slice no longer stays near the core.
+  /// False, with every step taken back, when
   /// it does not apply or a step is refused.
   bool blockRowsAndReduction(StringRef id, ScopeOp rows, ScopeOp tiles,
                              ScopeOp reduction, StringRef array) {
@@ -2615,19 +2615,25 @@ public:
     auto at = [&](unsigned d) { return scopeLoc(*findOpAt(id), d); };
     size_t before = env.getMoves().size();
     // B R' T K -> B R' T Ko Ki -> B R' Ko T Ki -> B Ko R' T Ki -> B Ko T R'
-    // Ki, the copy of Ki x T's columns before R'.
+    // Ki.
     bool ok = apply(TileScopeOp::make(at(0), rowTiles / threads)) &&
               apply(ParallelizeOp::make(at(0))) &&
               apply(TileScopeOp::make(at(3), kc)) &&
               apply(SwapNestedScopesOp::make(at(2))) &&
               apply(SwapNestedScopesOp::make(at(1))) &&
               apply(SwapNestedScopesOp::make(at(2)));
-    std::string name = ok ? addCopy(id, 3, array, "_panel") : "";
-    if (name.empty()) {
+    if (!ok) {
       rollBackTo(before);
       return false;
     }
-    vectorizeCopy(name);
+    // Each thread reads its slices of the operand where they lie: copied
+    // slice by slice, the whole operand is copied once per thread, which
+    // costs more than the copy saves. Measured with 2 threads, 5-6 rounds
+    // alternated (2026-11-29): swiglu 5.71-6.04 ms in place against
+    // 5.77-6.39 copied; gemm_tail 9.0-9.3 us against 9.7-10.0; a 256 x
+    // 4096 by 4096 x 448 product reading 448 of B's 1024 columns, whose
+    // slice crowds 64 lines into each of 4 sets of the L1 cache,
+    // 3.09-3.28 ms against 3.11-3.56.
     if (tileCount > 1)
       stageRowSlice(id);
     return true;
@@ -2641,8 +2647,8 @@ public:
   /// (kMaxLinesPerSet), and every tile reads the slice from L2. Copied
   /// once per slice before T into a contiguous slot per thread (add_copy
   /// at T, vectorized), its rows are kc elements apart and it stays in the
-  /// L1 cache next to the panel's slice. Measured on swiglu (2 threads, 6
-  /// rounds alternated, Intel, 2026-11-29): 6.15-6.71 ms against
+  /// L1 cache next to the slice of the other operand. Measured on swiglu (2
+  /// threads, 6 rounds alternated, Intel, 2026-11-29): 6.15-6.71 ms against
   /// 6.47-7.52 without (6.7-7.4 against 7.5-8.0 in another 6). A slice whose
   /// lines spread over the sets stays where it is (copying gemm_tail's 24 x 32
   /// slice, rows 640 bytes apart, would only add work).
