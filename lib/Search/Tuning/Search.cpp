@@ -14,6 +14,7 @@
 #include "llvm/TargetParser/Host.h"
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -1309,14 +1310,20 @@ public:
     });
   }
 
-  /// Whether the window that unrollWindow would unroll above a tile of
-  /// `tile` instances, `rows` rows of scope `x` by `c` vectors, reads
-  /// the same vector of an operand in two instances: a convolution's
-  /// filter rows over two output rows (x row h + kh). The compiler then
-  /// loads it once and keeps it live across the instances between, about
-  /// one register for each vector of the tile's rows.
-  bool sharesAcrossWindow(Product p, ScopeOp x, int64_t rows, int64_t c,
-                          int64_t tile) {
+  /// The most vectors of the loaded operands that the window unrollWindow
+  /// would unroll above a tile of `tile` instances (`rows` rows of scope
+  /// `x` by `c` vectors) keeps live at once: a vector that two instances
+  /// read (a convolution's input row h + kh, read again by output row h + 1
+  /// at kh - 1) is loaded once and stays in a register from its first
+  /// reader to its last, through the instances between. The instances are
+  /// taken in the order the lowering emits them, the tile's rows and
+  /// vectors innermost, then the window's scopes from the innermost out
+  /// (the broadcast operand's scopes do not change what is live). 0
+  /// without a window. A 5 x 5 convolution's tile of 4 rows keeps about 4
+  /// input rows x 5 filter columns live, 20 vectors; with 5 output
+  /// channels (20 accumulators) that spilled and ran 4.5x slower.
+  int64_t windowLiveVectors(Product p, ScopeOp x, int64_t rows, int64_t c,
+                            int64_t tile) {
     SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
     // The scopes and extents that vary within the unrolled instances.
     SmallVector<std::pair<unsigned, int64_t>> varying{{x.getDepth(), rows}};
@@ -1330,14 +1337,16 @@ public:
       ++windows;
     }
     if (!windows)
-      return false;
+      return 0;
     SmallVector<SmallVector<LinearForm>> loaded, broadcast;
     splitOperands(p, loaded, broadcast);
     int64_t count = 1;
     for (auto [d, n] : varying)
       count *= n;
+    int64_t live = 0;
     for (ArrayRef<LinearForm> in : loaded) {
-      std::set<SmallVector<int64_t>> offsets;
+      // Each vector's first and last reader.
+      std::map<SmallVector<int64_t>, std::pair<int64_t, int64_t>> readers;
       for (int64_t i = 0; i < count; ++i) {
         SmallVector<int64_t> offset(in.size(), 0);
         int64_t rest = i;
@@ -1346,11 +1355,55 @@ public:
             offset[dim] += form.coeff(d) * (rest % n);
           rest /= n;
         }
-        if (!offsets.insert(offset).second)
-          return true;
+        auto [it, first] = readers.try_emplace(offset, i, i);
+        if (!first)
+          it->second.second = i;
       }
+      SmallVector<int64_t> change(count + 1, 0);
+      for (const auto &entry : readers)
+        if (entry.second.second > entry.second.first) {
+          ++change[entry.second.first];
+          --change[entry.second.second];
+        }
+      int64_t now = 0, most = 0;
+      for (int64_t delta : change)
+        most = std::max(most, now += delta);
+      live += most;
     }
-    return false;
+    return live;
+  }
+
+  /// Whether the window that unrollWindow would unroll above a tile of
+  /// `tile` instances reaches every short reduction scope (at most
+  /// kMaxWindow, the output not using it) that slides a vector-loaded
+  /// operand, indexing it together with another scope in one dimension (a
+  /// convolution's filter rows kh and columns kw: x row h + kh, column w +
+  /// kw). Where the window stops short of one (too many instances), it
+  /// stays a loop of a few iterations around the tile. A 5 x 5
+  /// convolution (10 output channels, 3 input channels) measured, 4
+  /// rounds alternated, 2 threads, 2026-11-29: 5 channels x 2 rows with kh
+  /// and kw unrolled 9.9-12.1 ms; the same tile with kh a loop 13.0-13.8;
+  /// 5 channels x 4 rows, kh a loop (500 instances with it) 13.5-14.5; 4
+  /// images x 5 channels, kh a loop, 10.5-12.4; 2 channels x 4 rows, kh
+  /// and kw unrolled, 10.9-12.4.
+  static bool windowUnrollsSliding(Product p, int64_t tile) {
+    SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
+    int64_t instances = tile;
+    ScopeOp k = p.reduction;
+    for (; k && unrollsAsWindow(k, forms, instances);
+         k = dyn_cast<ScopeOp>(k->getParentOp()))
+      instances *= k.getSize();
+    SmallVector<SmallVector<LinearForm>> loaded, broadcast;
+    splitOperands(p, loaded, broadcast);
+    for (; k && !usesVariable(forms, k.getDepth()) &&
+           int64_t(k.getSize()) <= kMaxWindow;
+         k = dyn_cast<ScopeOp>(k->getParentOp()))
+      for (ArrayRef<LinearForm> in : loaded)
+        for (const LinearForm &form : in)
+          if (form.coeff(k.getDepth()) &&
+              llvm::count_if(form.coeffs, [](int64_t c) { return c != 0; }) > 1)
+            return false;
+    return true;
   }
 
   /// Chooses the register tile of product `p` (before any of its moves):
@@ -1375,13 +1428,14 @@ public:
   /// only the broadcast operand uses (a convolution's output channels) and
   /// one that only the vector-loaded operand uses (its output rows); each
   /// loaded vector then serves R1 accumulators and each broadcast R2 x C.
-  /// Such a tile must leave registers for the values that the inner group
-  /// of its scopes keeps live (orderTile): the accumulators, the smaller
-  /// group's values, one more, and the mask of lanes that do not fill a
-  /// register (6 of 8). It is taken only where the model finds
-  /// it strictly better than every one-scope tile: a convolution with 10
-  /// output channels gets 2 channels x 2 rows x 3 vectors (8 loads per 12
-  /// multiply-adds, where 4 rows x 3 vectors need 13), and 6 leftover
+  /// R1 and R2 are each 2 to 8. Such a tile must leave registers for the
+  /// values that the inner group of its scopes keeps live (orderTile): the
+  /// accumulators, the smaller group's values, one more, the vectors that
+  /// its unrolled window keeps live (windowLiveVectors), and the mask of
+  /// lanes that do not fill a register (6 of 8). It is taken only where the
+  /// model finds it strictly better than every one-scope tile: a convolution
+  /// with 10 output channels gets 2 channels x 2 rows x 3 vectors (8 loads per
+  /// 12 multiply-adds, where 4 rows x 3 vectors need 13), and 6 leftover
   /// columns (masked lanes) 4 channels x 2 rows rather than 8 channels (6
   /// loads per 8 multiply-adds, not 9).
   TileChoice chooseTile(Product p, int64_t vectorsPerRow,
@@ -1406,10 +1460,10 @@ public:
       if (usesVariable(forms, s.getDepth()) &&
           !forms.back().coeff(s.getDepth()) && s.getMapping() == Mapping::seq)
         rowScopes.push_back(s);
-    // Score: modelled efficiency, no peeled columns, tile size, one row
-    // scope, C == cols, R.
-    using Score = std::tuple<double, bool, int64_t, bool, bool, int64_t>;
-    Score best{0, false, 0, false, false, 0};
+    // Score: modelled efficiency, the sliding window unrolled, no peeled
+    // columns, tile size, one row scope, C == cols, R.
+    using Score = std::tuple<double, bool, bool, int64_t, bool, bool, int64_t>;
+    Score best{0, false, false, 0, false, false, 0};
     bool bestTwo = false;
     auto consider = [&](int64_t c, ArrayRef<std::pair<ScopeOp, int64_t>> rows,
                         int64_t rowsCovered = 0) {
@@ -1425,6 +1479,7 @@ public:
       double cycles = std::max({fmas / 2, (vectors + broadcasts) / 2, 4.0});
       bool whole = vectorsPerRow % c == 0;
       Score score{std::round(fmas / 2 / cycles * 1000) / 1000,
+                  windowUnrollsSliding(p, int64_t(fmas)),
                   whole,
                   int64_t(fmas),
                   rows.size() == 1,
@@ -1488,14 +1543,13 @@ public:
         for (ScopeOp x : rowScopes) {
           if (!usedBy(loaded, x.getDepth()) || usedBy(broadcast, x.getDepth()))
             continue;
-          for (int64_t rw : {8, 6, 4, 3, 2})
-            for (int64_t rx : {8, 6, 4, 3, 2}) {
+          for (int64_t rw = 2; rw <= 8; ++rw)
+            for (int64_t rx = 2; rx <= 8; ++rx) {
               int64_t tile = rw * rx * c, ws = w.getSize(), xs = x.getSize();
               if (ws % rw || ws == rw || xs % rx || xs == rx ||
                   tile > accumulators ||
                   tile + std::min(rw, rx * c) + 1 +
-                          (sharesAcrossWindow(p, x, rx, c, tile) ? rx * c
-                                                                 : 0) >
+                          windowLiveVectors(p, x, rx, c, tile) >
                       registers)
                 continue;
               consider(c, {{w, rw}, {x, rx}});
