@@ -1271,6 +1271,32 @@ public:
     return 0;
   }
 
+  /// rowTile for the rows `rows` of product `p` (`vectors` vectors a
+  /// row), where the tile's accumulators, the vectors its unrolled window
+  /// keeps live (windowLiveVectors: a depthwise convolution's input rows,
+  /// each read by several output rows of the tile), a broadcast and a
+  /// loaded vector fit in the vector registers. A 5 x 5 depthwise
+  /// convolution's 8 leftover columns (one vector of 8 lanes) by 8 rows
+  /// kept about 35 input vectors live besides its 8 accumulators and
+  /// spilled (144 spill instructions among 200 multiply-adds); 4 rows fit,
+  /// and the whole convolution took 0.228-0.235 ms against 0.240-0.246
+  /// (bench/probe's dw5; its stride-2 3 x 3 dw_s2, 2 rows x 3 vectors
+  /// instead of 8 x 3, 1.05-1.09 against 1.18-1.21; 6 rounds, 2 threads,
+  /// 2026-11-29).
+  int64_t rowTileInRegisters(Product p, ScopeOp rows, int64_t vectors,
+                             int64_t accumulators) {
+    int64_t size = rows.getSize();
+    for (int64_t r : {8, 6, 4, 3, 2}) {
+      int64_t tile = r * vectors;
+      if (size % r || size == r || tile > accumulators)
+        continue;
+      if (tile + windowLiveVectors(p, rows, r, vectors, tile) + 2 <=
+          int64_t(target.vectorRegisters))
+        return r;
+    }
+    return 0;
+  }
+
   struct TileChoice {
     /// Vectors of columns per tile row (all of them: no column tiles).
     int64_t columns = 1;
@@ -1740,8 +1766,9 @@ public:
            s != q->reduction.getOperation(); s = s->getParentOp())
         vectors *= cast<ScopeOp>(s).getSize();
       int64_t rowsPerTile =
-          tile.rowsCovered ? tile.rows
-                           : rowTile(rows.getSize(), vectors, accumulators);
+          tile.rowsCovered
+              ? tile.rows
+              : rowTileInRegisters(*q, rows, vectors, accumulators);
       if (!rowsPerTile)
         continue;
       size_t before = env.getMoves().size();
