@@ -11,7 +11,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "PerfDojo/Conversion/Lowering/Passes.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 
 namespace mlir {
@@ -25,13 +24,10 @@ using namespace mlir;
 
 /// Whether `op`, after a worksharing loop in its parallel region, lets the
 /// threads run on to the join without waiting for each other: the
-/// region's terminator, or a fence (which orders a thread's own stores).
+/// region's terminator, or the streaming-store fence (which orders a
+/// thread's own stores).
 static bool needsNoBarrier(Operation *op) {
-  if (isa<omp::TerminatorOp, LLVM::FenceOp>(op))
-    return true;
-  if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op))
-    return call.getIntrin() == "llvm.x86.sse.sfence";
-  return false;
+  return isa<omp::TerminatorOp>(op) || perfdojo::isStreamingStoreFence(op);
 }
 
 namespace {

@@ -36,13 +36,21 @@ static bool holdsStreamingStore(Operation *op) {
       .wasInterrupted();
 }
 
+static constexpr llvm::StringLiteral kSfence = "llvm.x86.sse.sfence";
+
+bool mlir::perfdojo::isStreamingStoreFence(Operation *op) {
+  if (isa<LLVM::FenceOp>(op))
+    return true;
+  auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
+  return call && call.getIntrin() == kSfence;
+}
+
 static void fenceBefore(Operation *op) {
   OpBuilder b(op);
   static const bool x86 =
       llvm::Triple(llvm::sys::getProcessTriple()).isX86();
   if (x86)
-    LLVM::CallIntrinsicOp::create(b, op->getLoc(),
-                                  b.getStringAttr("llvm.x86.sse.sfence"),
+    LLVM::CallIntrinsicOp::create(b, op->getLoc(), b.getStringAttr(kSfence),
                                   ValueRange{});
   else
     LLVM::FenceOp::create(b, op->getLoc(), LLVM::AtomicOrdering::seq_cst);

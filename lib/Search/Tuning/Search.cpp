@@ -1262,11 +1262,14 @@ public:
   }
 
   /// The rows of a register tile: the largest of 8, 6, 4, 3, 2 that
-  /// divides the row scope's size (and is below it) and keeps `rows` x
-  /// `vectors` within the accumulators; 0 when none does.
-  static int64_t rowTile(int64_t size, int64_t vectors, int64_t accumulators) {
+  /// divides the row scope's size (and is below it), keeps `rows` x
+  /// `vectors` within the accumulators and that `fits`, when given,
+  /// accepts; 0 when none does.
+  static int64_t rowTile(int64_t size, int64_t vectors, int64_t accumulators,
+                         function_ref<bool(int64_t)> fits = nullptr) {
     for (int64_t r : {8, 6, 4, 3, 2})
-      if (size % r == 0 && size > r && r * vectors <= accumulators)
+      if (size % r == 0 && size > r && r * vectors <= accumulators &&
+          (!fits || fits(r)))
         return r;
     return 0;
   }
@@ -1285,16 +1288,11 @@ public:
   /// 2026-11-29).
   int64_t rowTileInRegisters(Product p, ScopeOp rows, int64_t vectors,
                              int64_t accumulators) {
-    int64_t size = rows.getSize();
-    for (int64_t r : {8, 6, 4, 3, 2}) {
+    return rowTile(rows.getSize(), vectors, accumulators, [&](int64_t r) {
       int64_t tile = r * vectors;
-      if (size % r || size == r || tile > accumulators)
-        continue;
-      if (tile + windowLiveVectors(p, rows, r, vectors, tile) + 2 <=
-          int64_t(target.vectorRegisters))
-        return r;
-    }
-    return 0;
+      return tile + windowLiveVectors(p, rows, r, vectors, tile) + 2 <=
+             int64_t(target.vectorRegisters);
+    });
   }
 
   struct TileChoice {
@@ -1336,6 +1334,25 @@ public:
     });
   }
 
+  /// The reduction scopes that unrollWindow would unroll above a tile of
+  /// `tile` instances of product `p` (unrollsAsWindow, from p's reduction
+  /// out), appended to `scopes` as (depth, size) when given; returns the
+  /// first scope above them that stays a loop (null at the top).
+  static ScopeOp predictWindow(
+      Product p, int64_t tile,
+      SmallVectorImpl<std::pair<unsigned, int64_t>> *scopes = nullptr) {
+    SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
+    int64_t instances = tile;
+    ScopeOp k = p.reduction;
+    for (; k && unrollsAsWindow(k, forms, instances);
+         k = dyn_cast<ScopeOp>(k->getParentOp())) {
+      instances *= k.getSize();
+      if (scopes)
+        scopes->push_back({k.getDepth(), int64_t(k.getSize())});
+    }
+    return k;
+  }
+
   /// The most vectors of the loaded operands that the window unrollWindow
   /// would unroll above a tile of `tile` instances (`rows` rows of scope
   /// `x` by `c` vectors) keeps live at once: a vector that two instances
@@ -1350,19 +1367,13 @@ public:
   /// channels (20 accumulators) that spilled and ran 4.5x slower.
   int64_t windowLiveVectors(Product p, ScopeOp x, int64_t rows, int64_t c,
                             int64_t tile) {
-    SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
     // The scopes and extents that vary within the unrolled instances.
     SmallVector<std::pair<unsigned, int64_t>> varying{{x.getDepth(), rows}};
     if (p.columns)
       varying.push_back({p.columns.getDepth(), c});
-    int64_t instances = tile, windows = 0;
-    for (ScopeOp k = p.reduction; k && unrollsAsWindow(k, forms, instances);
-         k = dyn_cast<ScopeOp>(k->getParentOp())) {
-      instances *= k.getSize();
-      varying.push_back({k.getDepth(), k.getSize()});
-      ++windows;
-    }
-    if (!windows)
+    size_t before = varying.size();
+    predictWindow(p, tile, &varying);
+    if (varying.size() == before)
       return 0;
     SmallVector<SmallVector<LinearForm>> loaded, broadcast;
     splitOperands(p, loaded, broadcast);
@@ -1414,11 +1425,7 @@ public:
   /// and kw unrolled, 10.9-12.4.
   static bool windowUnrollsSliding(Product p, int64_t tile) {
     SmallVector<LinearForm> forms(p.op.getOut().getLinearForms());
-    int64_t instances = tile;
-    ScopeOp k = p.reduction;
-    for (; k && unrollsAsWindow(k, forms, instances);
-         k = dyn_cast<ScopeOp>(k->getParentOp()))
-      instances *= k.getSize();
+    ScopeOp k = predictWindow(p, tile);
     SmallVector<SmallVector<LinearForm>> loaded, broadcast;
     splitOperands(p, loaded, broadcast);
     for (; k && !usesVariable(forms, k.getDepth()) &&

@@ -69,6 +69,11 @@ OwningOpRef<ModuleOp> lowerKernelToLLVM(KernelOp kernel,
 /// such function of the call's type.
 LogicalResult replaceKernelCalls(ModuleOp module);
 
+/// Whether `op` is the fence that pd-fence-streaming-stores puts after a
+/// parallel scope's non-temporal stores (x86's sfence, else a seq_cst
+/// fence): it orders the thread's own stores and reads no memory.
+bool isStreamingStoreFence(Operation *op);
+
 /// Registers the lowering passes and the `pd-lower-to-llvm` pipeline.
 void registerLoweringPasses();
 
