@@ -110,7 +110,9 @@ static cl::opt<double> minTimedMs(
              "exactly 1 warm-up and --repetitions runs)"));
 static cl::opt<double>
     timeLimit("time-limit", cl::cat(tuneCategory), cl::init(30),
-              cl::desc("seconds a candidate may take (compile and runs)"));
+              cl::desc("seconds a candidate may take (compile and runs); the "
+                       "starting kernel, whose outputs are the reference, "
+                       "4x this"));
 static cl::opt<double> tolerance(
     "tolerance", cl::cat(tuneCategory), cl::init(2e-3),
     cl::desc("largest accepted difference from the kernel's own outputs, "

@@ -159,10 +159,19 @@ Measurement Environment::measureStart() {
     // for the runner's target already, and then not run on this CPU).
     startMeasurement = Measurement();
   } else {
+    // Without the starting kernel's outputs nothing can be checked, so it
+    // gets kStartTimeFactor x the time limit, and its timed runs stop
+    // after the first that takes more than an eighth of the limit (one
+    // run that long is timed precisely enough). The naive gemm of the
+    // suite, 9 s a run on a slow machine, ran its warm-up and 5 timed
+    // runs past pd-tune's 30 s and the whole search failed.
     double slow = options.evaluation.slowSeconds;
-    options.evaluation.slowSeconds = 0;
+    double limit = options.evaluation.timeLimit;
+    options.evaluation.slowSeconds = limit / 8;
+    options.evaluation.timeLimit = limit * kStartTimeFactor;
     startMeasurement = evaluateCurrent(/*asReference=*/true);
     options.evaluation.slowSeconds = slow;
+    options.evaluation.timeLimit = limit;
   }
   if (startMeasurement.ok() && options.checkAgainstInterpreter) {
     // The float64 reference, on the evaluator's inputs.

@@ -156,8 +156,13 @@ public:
   /// Runs the starting kernel once on this CPU (or the interpreter) for the
   /// reference outputs. Without a runner this is also its measurement (a
   /// time already in the database stands); with one, the status of the
-  /// reference run, whose time is this CPU's and is not recorded.
+  /// reference run, whose time is this CPU's and is not recorded. The
+  /// starting kernel may take kStartTimeFactor x the evaluation's time
+  /// limit, and its timed runs stop after the first that takes more than
+  /// an eighth of the limit: a naive kernel is often far slower than any
+  /// program a search measures, and without its outputs nothing runs.
   Measurement measureStart();
+  static constexpr double kStartTimeFactor = 4;
   /// Measures the current state again on this CPU, ignoring the cache and
   /// the database and recording nothing: a search's finalists re-timed, so
   /// that its answer is not merely the luckiest of many noisy measurements.
@@ -167,8 +172,8 @@ public:
   /// Measurements actually run (not reused) so far.
   unsigned getEvaluationCount() const { return evaluations; }
   const EnvironmentOptions &getOptions() const { return options; }
-  /// See EvaluationOptions::slowSeconds (the starting kernel is always
-  /// timed in full).
+  /// See EvaluationOptions::slowSeconds (the starting kernel's own rule
+  /// is measureStart's).
   void setSlowSeconds(double seconds) {
     options.evaluation.slowSeconds = seconds;
   }
