@@ -146,6 +146,20 @@ Measurement Environment::evaluateCurrent(bool asReference) {
   return m;
 }
 
+Measurement Environment::evaluateAllRuns(bool asReference) {
+  EvaluationOptions saved = options.evaluation;
+  options.evaluation.slowSeconds = 0;
+  if (moves.empty()) {
+    // The starting kernel (the naive gemm of the suite, 9 s a run on a
+    // slow machine, ran its warm-up and 5 timed runs past pd-tune's 30 s).
+    options.evaluation.slowSeconds = saved.timeLimit / 8;
+    options.evaluation.timeLimit = saved.timeLimit * kStartTimeFactor;
+  }
+  Measurement m = evaluateCurrent(asReference);
+  options.evaluation = saved;
+  return m;
+}
+
 Measurement Environment::measureStart() {
   if (startMeasured)
     return startMeasurement;
@@ -159,19 +173,7 @@ Measurement Environment::measureStart() {
     // for the runner's target already, and then not run on this CPU).
     startMeasurement = Measurement();
   } else {
-    // Without the starting kernel's outputs nothing can be checked, so it
-    // gets kStartTimeFactor x the time limit, and its timed runs stop
-    // after the first that takes more than an eighth of the limit (one
-    // run that long is timed precisely enough). The naive gemm of the
-    // suite, 9 s a run on a slow machine, ran its warm-up and 5 timed
-    // runs past pd-tune's 30 s and the whole search failed.
-    double slow = options.evaluation.slowSeconds;
-    double limit = options.evaluation.timeLimit;
-    options.evaluation.slowSeconds = limit / 8;
-    options.evaluation.timeLimit = limit * kStartTimeFactor;
-    startMeasurement = evaluateCurrent(/*asReference=*/true);
-    options.evaluation.slowSeconds = slow;
-    options.evaluation.timeLimit = limit;
+    startMeasurement = evaluateAllRuns(/*asReference=*/true);
   }
   if (startMeasurement.ok() && options.checkAgainstInterpreter) {
     // The float64 reference, on the evaluator's inputs.
@@ -285,11 +287,8 @@ Measurement Environment::measureAgain() {
   std::string text = getText();
   if (options.runner || !start.ok())
     return lookup(text).value_or(Measurement());
-  double slow = options.evaluation.slowSeconds;
   unsigned counted = evaluations;
-  options.evaluation.slowSeconds = 0;
-  Measurement m = evaluateCurrent(/*asReference=*/false);
-  options.evaluation.slowSeconds = slow;
+  Measurement m = evaluateAllRuns(/*asReference=*/false);
   evaluations = counted;
   return m;
 }

@@ -180,6 +180,9 @@ public:
 
 private:
   Measurement evaluateCurrent(bool asReference);
+  /// evaluateCurrent with every timed run (no slowSeconds), except for the
+  /// starting kernel (no moves), which gets measureStart's limits.
+  Measurement evaluateAllRuns(bool asReference);
   /// The measurement of the text's state from the cache or the database.
   std::optional<Measurement> lookup(StringRef text);
   /// Hands the reference to the runner (once).
