@@ -2121,15 +2121,15 @@ public:
         if (nest.size() < 2)
           return;
         // The bytes that the inputs using `s`'s variable read in one run
-        // of `from`.
-        auto reads = [&](ScopeOp s, ScopeOp from) {
-          int64_t total = 0;
+        // of `over` (at most 2^62).
+        auto reads = [&](ScopeOp s, ScopeOp over) {
+          __int128 total = 0;
           for (Attribute input : op.getInputs())
             if (auto access = dyn_cast<AccessAttr>(input))
               if (usesVariable(SmallVector<LinearForm>(access.getLinearForms()),
                                s.getDepth()))
-                total += bytesPerRun(op, access, from);
-          return total;
+                total += bytesPerRun(op, access, over);
+          return int64_t(std::min<__int128>(total, int64_t(1) << 62));
         };
         ScopeOp inner = nest.front(), outer = nest.back(), best = inner;
         if (reads(inner, outer) <= kStagedBytes)
