@@ -2047,14 +2047,9 @@ public:
   /// outside fixed): the product over its dimensions of the span of each
   /// index, at most the dimension's size (at most 2^62).
   int64_t bytesPerRun(ComputeOp op, AccessAttr access, ScopeOp from) {
-    SmallVector<int64_t> extents;
-    for (auto s = dyn_cast<ScopeOp>(op->getParentOp()); s;
-         s = dyn_cast<ScopeOp>(s->getParentOp())) {
-      if (extents.size() <= s.getDepth())
-        extents.resize(s.getDepth() + 1, 1);
-      if (s.getDepth() >= from.getDepth())
-        extents[s.getDepth()] = s.getSize();
-    }
+    SmallVector<int64_t> extents = getEnclosingExtents(op);
+    for (unsigned d = 0; d < from.getDepth() && d < extents.size(); ++d)
+      extents[d] = 1;
     BufferOp buffer = env.getKernel().lookupArray(access.getArray().getValue());
     __int128 bytes = buffer ? elementBytes(buffer) : 4;
     for (auto [dim, form] : llvm::enumerate(access.getLinearForms())) {
