@@ -11,6 +11,7 @@
 
 #include "PerfDojo/Conversion/Library/KernelLibrary.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "PerfDojo/Conversion/Lowering/SchedulingModel.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -406,6 +407,7 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   llvmModule->setTargetTriple(machine->getTargetTriple());
   if (failed(addEntryPoints(kernel, *llvmModule, workspace, error)))
     return failure();
+  setKernelTuneCPU(*llvmModule, machine->getTargetCPU());
   auto optimize =
       makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get())) {

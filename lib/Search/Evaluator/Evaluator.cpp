@@ -3,6 +3,7 @@
 #include "PerfDojo/Search/Evaluator/Evaluator.h"
 #include "ElementFormat.h"
 #include "PerfDojo/Conversion/Lowering/Passes.h"
+#include "PerfDojo/Conversion/Lowering/SchedulingModel.h"
 #include "PerfDojo/Support/ChildProcess.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -118,8 +119,15 @@ mlir::perfdojo::createHostEngine(ModuleOp module, std::string &error) {
     error = "cannot target this CPU: " + toString(machine.takeError());
     return failure();
   }
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
-                                               machine->get());
+  // Kernels are scheduled by the model getKernelTuneCPU chooses for this
+  // CPU, before -O3, as pd-lib compiles them.
+  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                            machine->get());
+  std::string cpu = (*machine)->getTargetCPU().str();
+  auto transformer = [optimize, cpu](llvm::Module *module) {
+    setKernelTuneCPU(*module, cpu);
+    return optimize(module);
+  };
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;

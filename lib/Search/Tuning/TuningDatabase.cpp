@@ -17,8 +17,9 @@ using namespace mlir::perfdojo;
 /// multiply-adds (fp-contract), streaming stores of whole lines only,
 /// register tiles sharing accumulators (2026-11-22). 3: vector partials of
 /// reductions beside other children of their loop, streaming stores into
-/// large temporaries (2026-11-27).
-static constexpr const char *kLoweringVersion = "3";
+/// large temporaries (2026-11-27). 4: kernels for AMD Zen 4 scheduled by
+/// LLVM's generic model (getKernelTuneCPU, 2026-12-01).
+static constexpr const char *kLoweringVersion = "4";
 
 namespace {
 /// A prepared statement, finalized when it goes out of scope.
