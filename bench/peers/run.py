@@ -292,8 +292,11 @@ def measure(args, name, reference_program):
             elif step == "perfdojo":
                 result = time_program(args, program, args.reps)
                 rounds.setdefault("perfdojo", []).append(result["median_ms"])
+                # The shares of this round's time; report() scales them
+                # to the median of the rounds.
                 row["roofline"] = {k: result.get(k) for k in (
                     "pct_of_best_bandwidth", "pct_of_fma_peak")}
+                row["roofline"]["at_ms"] = result["median_ms"]
             else:
                 for variant, ms in step.time(args.reps).items():
                     rounds.setdefault(variant, []).append(ms)
@@ -344,10 +347,13 @@ def report(args, rows, versions):
                                            " MISMATCH" if bad else ""))
         peers = {v: med[v] for v in checked if checked[v]}
         best = min(peers, key=peers.get) if peers else None
+        # The shares at the median time, not at the last round's (rows
+        # written before 2026-12-01 carry no at_ms: the last round's).
         limit = row.get("roofline", {})
+        scale = (limit.get("at_ms") or pd) / pd
         lim = "%.0f%% DRAM, %.0f%% FMA" % (
-            limit.get("pct_of_best_bandwidth") or 0,
-            limit.get("pct_of_fma_peak") or 0)
+            (limit.get("pct_of_best_bandwidth") or 0) * scale,
+            (limit.get("pct_of_fma_peak") or 0) * scale)
         print("| %s | %s | %s | %s | %s | %s |" % (
             row["kernel"], fmt(pd, spread["perfdojo"]), " | ".join(cells),
             best or "-", "%.2fx" % (peers[best] / pd) if best else "-", lim))
