@@ -157,7 +157,7 @@ int spillsInLoops(bool tune) {
 TEST(SchedulingModel, Zen4TileSpillsOnlyUnderItsOwnModel) {
   int own = spillsInLoops(/*tune=*/false);
   if (own < 0)
-    GTEST_SKIP() << "this LLVM has no x86 target";
+    GTEST_SKIP() << "the host is not x86";
   EXPECT_GT(own, 0) << "LLVM's Zen 4 model no longer spills the tile: "
                        "getKernelTuneCPU's override may be unneeded";
   EXPECT_EQ(spillsInLoops(/*tune=*/true), 0);
