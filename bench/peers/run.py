@@ -106,7 +106,8 @@ def tune_tvm(args, name, work, seconds):
     proc = subprocess.Popen(
         [PEERS["tvm"], os.path.join(HERE, "worker.py"), "tvm-tune",
          kernel_path(args, name), "--work", work, "--threads",
-         str(args.threads), "--trials", str(args.tvm_trials)],
+         str(args.threads), "--trials", str(args.tvm_trials),
+         "--trials-per-iter", str(args.tvm_trials_per_iter)],
         stdout=logfile, stderr=subprocess.STDOUT, env=peer_env(args),
         start_new_session=True)
     try:
@@ -123,6 +124,7 @@ def tune_tvm(args, name, work, seconds):
     records = os.path.join(work, "tvm", "database_tuning_record.json")
     trials = sum(1 for _ in open(records)) if os.path.exists(records) else 0
     rec = {"tune_s": time.time() - start, "trials": trials,
+           "trials_per_iter": args.tvm_trials_per_iter,
            "stopped_at_time_budget": stopped, "exit": proc.returncode}
     json.dump(rec, open(record, "w"))
     return rec
@@ -419,6 +421,11 @@ def main():
     ap.add_argument("--tvm", default="all",
                     help="kernels MetaSchedule tunes: all, none or a list")
     ap.add_argument("--tvm-trials", type=int, default=2000)
+    ap.add_argument("--tvm-trials-per-iter", type=int, default=16,
+                    help="MetaSchedule's measurement batch; its records "
+                    "land a batch at a time, so a kernel whose candidates "
+                    "build slowly needs a smaller one to record any within "
+                    "its time")
     ap.add_argument("--tvm-min-seconds", type=float, default=240)
     ap.add_argument("--budget", type=int, default=150)
     ap.add_argument("--pd-time-budget", type=float, default=600)

@@ -130,10 +130,14 @@ def tvm_tune(args):
     # The builder's default limit (30 s a candidate) let the one trial of
     # add's one-schedule space fail on a busy host (2026-11-28), leaving no
     # schedule at all; a build's time is not what is measured, so it gets
-    # more.
+    # more. Records land a batch at a time (--trials-per-iter): softmax's
+    # first batch of 16 took 200 s to build on a Zen 4 host (2026-12-01)
+    # and came back from the runner after the 300 s it had, leaving no
+    # schedule; batches of 4 recorded 8 trials in 130 s there.
     ms.tune_tir(mod, tvm_target(tvm, args.threads),
                 work_dir=os.path.join(args.work, "tvm"),
-                max_trials_global=args.trials, num_trials_per_iter=16,
+                max_trials_global=args.trials,
+                num_trials_per_iter=args.trials_per_iter,
                 num_tuning_cores=args.threads, seed=args.seed,
                 builder=ms.builder.LocalBuilder(timeout_sec=180.0))
     say({"tuned": True})
@@ -181,6 +185,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--trials-per-iter", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--compile-modes", default="default,max-autotune",
                     help="torch.compile modes timed as variants")
