@@ -9,276 +9,111 @@
 //
 //   cc -O2 bench/ceiling/broadcast.c -o /tmp/broadcast && /tmp/broadcast
 //
-// Generated; the numbers it gave are in docs/Benchmarks.md.
+// The numbers it gave are in docs/Benchmarks.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include <stdio.h>
 #include <time.h>
 
-static float buf[256] __attribute__((aligned(64)));
+// Accumulator `acc` += zmm`a` * zmm`b`.
+#define FMA(acc, a, b) "vfmadd231ps %%zmm" #a ", %%zmm" #b ", %%zmm" #acc "\n"
+// Two or four accumulators += zmm`a` * zmm`b`.
+#define FMA2(a0, a1, a, b) FMA(a0, a, b) FMA(a1, a, b)
+#define FMA4(a0, a1, a2, a3, a, b) FMA2(a0, a1, a, b) FMA2(a2, a3, a, b)
+// zmm`r` = the float at byte `offset` of the broadcast operand (%1).
+#define BROADCAST(offset, r) "vbroadcastss " #offset "(%1), %%zmm" #r "\n"
+// Accumulator `acc` += the float at byte `offset` of %1, broadcast, * zmm31.
+#define EMBEDDED(acc, offset)                                                  \
+  "vfmadd231ps " #offset "(%1)%{1to16%}, %%zmm31, %%zmm" #acc "\n"
+// zmm`r` = the vector at byte `offset` of the vector operand (%2).
+#define LOAD(offset, r) "vmovups " #offset "(%2), %%zmm" #r "\n"
+// The operands: %0 unused, %1 the broadcast floats, %2 the vectors.
+#define OPERANDS : : "r"(0), "r"(broadcasts), "r"(vectors) : "memory"
+
+static float broadcasts[64] __attribute__((aligned(64)));
+static float vectorData[16 * 8] __attribute__((aligned(64)));
+
+/* 24 multiply-adds of registers. */
+static void registers(const char *vectors) {
+  asm volatile(FMA4(0, 1, 2, 3, 30, 31) FMA4(4, 5, 6, 7, 30, 31)
+               FMA4(8, 9, 10, 11, 30, 31) FMA4(12, 13, 14, 15, 30, 31)
+               FMA4(16, 17, 18, 19, 30, 31) FMA4(20, 21, 22, 23, 30, 31)
+               OPERANDS);
+}
+
+/* 6 broadcasts, each feeding 4 multiply-adds (a 6 x 4 tile's step). */
+static void broadcastPer4(const char *vectors) {
+  asm volatile(BROADCAST(0, 24) BROADCAST(4, 25) BROADCAST(8, 26)
+               BROADCAST(12, 27) BROADCAST(16, 28) BROADCAST(20, 29)
+               FMA4(0, 1, 2, 3, 24, 31) FMA4(4, 5, 6, 7, 25, 31)
+               FMA4(8, 9, 10, 11, 26, 31) FMA4(12, 13, 14, 15, 27, 31)
+               FMA4(16, 17, 18, 19, 28, 31) FMA4(20, 21, 22, 23, 29, 31)
+               OPERANDS);
+}
+
+/* 12 broadcasts, each feeding 2 (5 output channels x 2 rows: one a row
+   pair). */
+static void broadcastPer2(const char *vectors) {
+  asm volatile(BROADCAST(0, 24) BROADCAST(4, 25) BROADCAST(8, 26)
+               BROADCAST(12, 27) BROADCAST(16, 28) BROADCAST(20, 29)
+               FMA2(0, 1, 24, 31) FMA2(2, 3, 25, 31) FMA2(4, 5, 26, 31)
+               FMA2(6, 7, 27, 31) FMA2(8, 9, 28, 31) FMA2(10, 11, 29, 31)
+               BROADCAST(24, 24) BROADCAST(28, 25) BROADCAST(32, 26)
+               BROADCAST(36, 27) BROADCAST(40, 28) BROADCAST(44, 29)
+               FMA2(12, 13, 24, 31) FMA2(14, 15, 25, 31) FMA2(16, 17, 26, 31)
+               FMA2(18, 19, 27, 31) FMA2(20, 21, 28, 31) FMA2(22, 23, 29, 31)
+               OPERANDS);
+}
+
+/* 24 multiply-adds, each with an embedded broadcast. */
+static void embedded(const char *vectors) {
+  asm volatile(EMBEDDED(0, 0) EMBEDDED(1, 4) EMBEDDED(2, 8) EMBEDDED(3, 12)
+               EMBEDDED(4, 16) EMBEDDED(5, 20) EMBEDDED(6, 24) EMBEDDED(7, 28)
+               EMBEDDED(8, 32) EMBEDDED(9, 36) EMBEDDED(10, 40)
+               EMBEDDED(11, 44) EMBEDDED(12, 48) EMBEDDED(13, 52)
+               EMBEDDED(14, 56) EMBEDDED(15, 60) EMBEDDED(16, 0)
+               EMBEDDED(17, 4) EMBEDDED(18, 8) EMBEDDED(19, 12)
+               EMBEDDED(20, 16) EMBEDDED(21, 20) EMBEDDED(22, 24)
+               EMBEDDED(23, 28) OPERANDS);
+}
+
+/* 12 broadcasts and 6 vector loads: in each group of 6 multiply-adds, 3
+   broadcasts and 3 loaded vectors each serve 2. */
+#define GROUP(a0, a1, a2, a3, a4, a5, b0, b1, b2)                              \
+  BROADCAST(b0, 24) BROADCAST(b1, 25) BROADCAST(b2, 26)                        \
+  FMA(a0, 24, 27) FMA(a1, 24, 28) FMA(a2, 25, 29)                              \
+  FMA(a3, 25, 27) FMA(a4, 26, 28) FMA(a5, 26, 29)
+static void broadcastsAndLoads(const char *vectors) {
+  asm volatile(LOAD(0, 27) LOAD(64, 28) LOAD(128, 29)
+               GROUP(0, 1, 2, 3, 4, 5, 0, 4, 8)
+               GROUP(6, 7, 8, 9, 10, 11, 12, 16, 20)
+               LOAD(192, 27) LOAD(256, 28) LOAD(320, 29)
+               GROUP(12, 13, 14, 15, 16, 17, 24, 28, 32)
+               GROUP(18, 19, 20, 21, 22, 23, 36, 40, 44)
+               OPERANDS);
+}
 
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
-/* 24 multiply-adds, register operands */
-static void step0(void) {
-  asm volatile(
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm0\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm1\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm2\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm3\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm4\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm5\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm6\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm7\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm8\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm9\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm10\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm11\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm12\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm13\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm14\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm15\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm16\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm17\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm18\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm19\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm20\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm21\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm22\n"
-      "vfmadd231ps %%zmm30, %%zmm31, %%zmm23\n"
-      :
-      : "r"(0), "r"(buf)
-      : "memory");
-}
-
-/* 6 broadcasts from memory, each feeding 4 */
-static void step1(void) {
-  asm volatile(
-      "vbroadcastss 0(%1), %%zmm24\n"
-      "vbroadcastss 4(%1), %%zmm25\n"
-      "vbroadcastss 8(%1), %%zmm26\n"
-      "vbroadcastss 12(%1), %%zmm27\n"
-      "vbroadcastss 16(%1), %%zmm28\n"
-      "vbroadcastss 20(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm0\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm1\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm2\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm3\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm4\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm5\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm6\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm7\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm8\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm9\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm10\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm11\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm12\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm13\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm14\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm15\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm16\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm17\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm18\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm19\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm20\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm21\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm22\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm23\n"
-      :
-      : "r"(0), "r"(buf)
-      : "memory");
-}
-
-/* 12 broadcasts from memory, each feeding 2 */
-static void step2(void) {
-  asm volatile(
-      "vbroadcastss 0(%1), %%zmm24\n"
-      "vbroadcastss 4(%1), %%zmm25\n"
-      "vbroadcastss 8(%1), %%zmm26\n"
-      "vbroadcastss 12(%1), %%zmm27\n"
-      "vbroadcastss 16(%1), %%zmm28\n"
-      "vbroadcastss 20(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm0\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm1\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm2\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm3\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm4\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm5\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm6\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm7\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm8\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm9\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm10\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm11\n"
-      "vbroadcastss 24(%1), %%zmm24\n"
-      "vbroadcastss 28(%1), %%zmm25\n"
-      "vbroadcastss 32(%1), %%zmm26\n"
-      "vbroadcastss 36(%1), %%zmm27\n"
-      "vbroadcastss 40(%1), %%zmm28\n"
-      "vbroadcastss 44(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm12\n"
-      "vfmadd231ps %%zmm24, %%zmm31, %%zmm13\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm14\n"
-      "vfmadd231ps %%zmm25, %%zmm31, %%zmm15\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm16\n"
-      "vfmadd231ps %%zmm26, %%zmm31, %%zmm17\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm18\n"
-      "vfmadd231ps %%zmm27, %%zmm31, %%zmm19\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm20\n"
-      "vfmadd231ps %%zmm28, %%zmm31, %%zmm21\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm22\n"
-      "vfmadd231ps %%zmm29, %%zmm31, %%zmm23\n"
-      :
-      : "r"(0), "r"(buf)
-      : "memory");
-}
-
-/* 24 multiply-adds with an embedded broadcast {1to16} */
-static void step3(void) {
-  asm volatile(
-      "vfmadd231ps 0(%1)%{1to16%}, %%zmm31, %%zmm0\n"
-      "vfmadd231ps 4(%1)%{1to16%}, %%zmm31, %%zmm1\n"
-      "vfmadd231ps 8(%1)%{1to16%}, %%zmm31, %%zmm2\n"
-      "vfmadd231ps 12(%1)%{1to16%}, %%zmm31, %%zmm3\n"
-      "vfmadd231ps 16(%1)%{1to16%}, %%zmm31, %%zmm4\n"
-      "vfmadd231ps 20(%1)%{1to16%}, %%zmm31, %%zmm5\n"
-      "vfmadd231ps 24(%1)%{1to16%}, %%zmm31, %%zmm6\n"
-      "vfmadd231ps 28(%1)%{1to16%}, %%zmm31, %%zmm7\n"
-      "vfmadd231ps 32(%1)%{1to16%}, %%zmm31, %%zmm8\n"
-      "vfmadd231ps 36(%1)%{1to16%}, %%zmm31, %%zmm9\n"
-      "vfmadd231ps 40(%1)%{1to16%}, %%zmm31, %%zmm10\n"
-      "vfmadd231ps 44(%1)%{1to16%}, %%zmm31, %%zmm11\n"
-      "vfmadd231ps 48(%1)%{1to16%}, %%zmm31, %%zmm12\n"
-      "vfmadd231ps 52(%1)%{1to16%}, %%zmm31, %%zmm13\n"
-      "vfmadd231ps 56(%1)%{1to16%}, %%zmm31, %%zmm14\n"
-      "vfmadd231ps 60(%1)%{1to16%}, %%zmm31, %%zmm15\n"
-      "vfmadd231ps 0(%1)%{1to16%}, %%zmm31, %%zmm16\n"
-      "vfmadd231ps 4(%1)%{1to16%}, %%zmm31, %%zmm17\n"
-      "vfmadd231ps 8(%1)%{1to16%}, %%zmm31, %%zmm18\n"
-      "vfmadd231ps 12(%1)%{1to16%}, %%zmm31, %%zmm19\n"
-      "vfmadd231ps 16(%1)%{1to16%}, %%zmm31, %%zmm20\n"
-      "vfmadd231ps 20(%1)%{1to16%}, %%zmm31, %%zmm21\n"
-      "vfmadd231ps 24(%1)%{1to16%}, %%zmm31, %%zmm22\n"
-      "vfmadd231ps 28(%1)%{1to16%}, %%zmm31, %%zmm23\n"
-      :
-      : "r"(0), "r"(buf)
-      : "memory");
-}
-
-/* 12 broadcasts and 6 vector loads aligned */
-static void step4(void) {
-  asm volatile(
-      "vbroadcastss 0(%1), %%zmm24\n"
-      "vbroadcastss 4(%1), %%zmm25\n"
-      "vbroadcastss 8(%1), %%zmm26\n"
-      "vmovups 256(%1), %%zmm27\n"
-      "vmovups 320(%1), %%zmm28\n"
-      "vmovups 384(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm0\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm1\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm2\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm3\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm4\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm5\n"
-      "vbroadcastss 12(%1), %%zmm24\n"
-      "vbroadcastss 16(%1), %%zmm25\n"
-      "vbroadcastss 20(%1), %%zmm26\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm6\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm7\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm8\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm9\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm10\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm11\n"
-      "vbroadcastss 24(%1), %%zmm24\n"
-      "vbroadcastss 28(%1), %%zmm25\n"
-      "vbroadcastss 32(%1), %%zmm26\n"
-      "vmovups 448(%1), %%zmm27\n"
-      "vmovups 512(%1), %%zmm28\n"
-      "vmovups 576(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm12\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm13\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm14\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm15\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm16\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm17\n"
-      "vbroadcastss 36(%1), %%zmm24\n"
-      "vbroadcastss 40(%1), %%zmm25\n"
-      "vbroadcastss 44(%1), %%zmm26\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm18\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm19\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm20\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm21\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm22\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm23\n"
-      :
-      : "r"(0), "r"(buf)
-      : "memory");
-}
-
-/* 12 broadcasts and 6 vector loads each crossing a line */
-static void step5(void) {
-  asm volatile(
-      "vbroadcastss 0(%1), %%zmm24\n"
-      "vbroadcastss 4(%1), %%zmm25\n"
-      "vbroadcastss 8(%1), %%zmm26\n"
-      "vmovups 260(%1), %%zmm27\n"
-      "vmovups 324(%1), %%zmm28\n"
-      "vmovups 388(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm0\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm1\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm2\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm3\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm4\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm5\n"
-      "vbroadcastss 12(%1), %%zmm24\n"
-      "vbroadcastss 16(%1), %%zmm25\n"
-      "vbroadcastss 20(%1), %%zmm26\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm6\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm7\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm8\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm9\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm10\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm11\n"
-      "vbroadcastss 24(%1), %%zmm24\n"
-      "vbroadcastss 28(%1), %%zmm25\n"
-      "vbroadcastss 32(%1), %%zmm26\n"
-      "vmovups 452(%1), %%zmm27\n"
-      "vmovups 516(%1), %%zmm28\n"
-      "vmovups 580(%1), %%zmm29\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm12\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm13\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm14\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm15\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm16\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm17\n"
-      "vbroadcastss 36(%1), %%zmm24\n"
-      "vbroadcastss 40(%1), %%zmm25\n"
-      "vbroadcastss 44(%1), %%zmm26\n"
-      "vfmadd231ps %%zmm24, %%zmm27, %%zmm18\n"
-      "vfmadd231ps %%zmm24, %%zmm28, %%zmm19\n"
-      "vfmadd231ps %%zmm25, %%zmm29, %%zmm20\n"
-      "vfmadd231ps %%zmm25, %%zmm27, %%zmm21\n"
-      "vfmadd231ps %%zmm26, %%zmm28, %%zmm22\n"
-      "vfmadd231ps %%zmm26, %%zmm29, %%zmm23\n"
-      :
-      : "r"(0), "r"(buf)
-      : "memory");
-}
 
 static const struct {
   const char *name;
-  void (*step)(void);
+  void (*step)(const char *);
+  /* Where the vector loads start: aligned, or 4 bytes past (each load
+     then crosses a cache line). */
+  int offset;
 } variants[] = {
-    {"24 multiply-adds, register operands", step0},
-    {"6 broadcasts from memory, each feeding 4", step1},
-    {"12 broadcasts from memory, each feeding 2", step2},
-    {"24 multiply-adds with an embedded broadcast {1to16}", step3},
-    {"12 broadcasts and 6 vector loads aligned", step4},
-    {"12 broadcasts and 6 vector loads each crossing a line", step5},
+    {"24 multiply-adds, register operands", registers, 0},
+    {"6 broadcasts from memory, each feeding 4", broadcastPer4, 0},
+    {"12 broadcasts from memory, each feeding 2", broadcastPer2, 0},
+    {"24 multiply-adds with an embedded broadcast {1to16}", embedded, 0},
+    {"12 broadcasts and 6 vector loads aligned", broadcastsAndLoads, 0},
+    {"12 broadcasts and 6 vector loads each crossing a line",
+     broadcastsAndLoads, 4},
 };
 
 int main(void) {
@@ -288,7 +123,7 @@ int main(void) {
     for (int round = 0; round < 3; ++round) {
       double t = now();
       for (long i = 0; i < steps; ++i)
-        variants[v].step();
+        variants[v].step((const char *)vectorData + variants[v].offset);
       t = now() - t;
       best = t < best ? t : best;
     }
