@@ -111,6 +111,12 @@ static cl::opt<bool> fpContract(
              "that consumes it (fused multiply-add, one rounding); "
              "--fp-contract=false rounds every operation"),
     cl::init(true), cl::cat(jitCategory));
+static cl::opt<bool> prefetchRows(
+    "prefetch-rows",
+    cl::desc("with --jit: the second of several passes over a row of the "
+             "same shape prefetches the row the first pass reads next; "
+             "--prefetch-rows=false never prefetches"),
+    cl::init(true), cl::cat(jitCategory));
 static cl::opt<std::string> checkAgainst(
     "check-against",
     cl::desc("with --jit: check the outputs against this kernel (text form "
@@ -249,6 +255,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.seed = seed;
   options.streamingMinBytes = streamingMinBytes;
   options.fpContract = fpContract;
+  options.prefetchRows = prefetchRows;
   EvaluationResult result;
   if (checkAgainst.empty()) {
     result = evaluate(kernel, options, reference, tolerance);

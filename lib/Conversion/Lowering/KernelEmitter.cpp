@@ -114,6 +114,8 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
     return scope.emitError("a vector scope inside a vector scope");
   enterLanes(scope);
   ivs.push_back(Value());
+  if (prefetchesNextRows())
+    prefetchNextRow(scope);
   LogicalResult result = success();
   for (Operation &op : scope.getBodyBlock()) {
     auto compute = dyn_cast<ComputeOp>(op);
@@ -129,6 +131,89 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
   ivs.pop_back();
   lanes = {};
   return result;
+}
+
+/// The first vector scope of `op`, if `op` is a sequential scope whose
+/// children are operations and vector scopes.
+static ScopeOp passVector(Operation &op) {
+  auto loop = dyn_cast<ScopeOp>(op);
+  if (!loop || loop.getMapping() != Mapping::seq)
+    return ScopeOp();
+  ScopeOp vec;
+  for (Operation &child : loop.getBodyBlock()) {
+    auto inner = dyn_cast<ScopeOp>(child);
+    if (!inner)
+      continue;
+    if (inner.getMapping() != Mapping::vector)
+      return ScopeOp();
+    if (!vec)
+      vec = inner;
+  }
+  return vec;
+}
+
+void KernelEmitter::prefetchNextRow(ScopeOp vec) {
+  auto loop = dyn_cast<ScopeOp>(vec->getParentOp());
+  auto row = loop ? dyn_cast<ScopeOp>(loop->getParentOp()) : ScopeOp();
+  if (!row || row.getMapping() != Mapping::seq || row.getSize() < 2 ||
+      passVector(*loop) != vec)
+    return;
+  unsigned s = row.getDepth();
+  // The first pass: the first loop of a vector scope in the row reading
+  // an input at an index that s steps, contiguous along the lanes.
+  auto sameShape = [&](ScopeOp other) {
+    ScopeOp inner = passVector(*other);
+    return inner && other.getSize() == loop.getSize() &&
+           inner.getSize() == vec.getSize();
+  };
+  ScopeOp first;
+  AccessAttr read;
+  for (Operation &child : row.getBodyBlock()) {
+    ScopeOp pass = dyn_cast<ScopeOp>(child);
+    if (!pass || !sameShape(pass))
+      continue;
+    if (!first) {
+      passVector(*pass).walk([&](ComputeOp op) {
+        for (Attribute input : op.getInputs()) {
+          auto access = dyn_cast<AccessAttr>(input);
+          if (read || !access ||
+              !bufferOf(access.getArray().getValue()).isInput())
+            continue;
+          SmallVector<LinearForm> forms(access.getLinearForms());
+          bool steps = llvm::any_of(
+              forms, [&](const LinearForm &f) { return f.coeff(s) != 0; });
+          if (steps && classify(access) == Pattern::Contiguous)
+            read = access;
+        }
+      });
+      if (read)
+        first = pass;
+      continue;
+    }
+    // The second pass of the shape prefetches; the others do not.
+    if (pass != loop)
+      return;
+    BufferOp buffer = bufferOf(read.getArray().getValue());
+    int64_t rowBytes = loop.getSize() * vec.getSize() *
+                       ((buffer.getElementType().getIntOrFloatBitWidth() + 7) /
+                        8);
+    if (rowBytes > kMaxPrefetchedRowBytes)
+      return;
+    Value memref = memrefs.lookup(read.getArray().getValue());
+    SmallVector<Value> at = indices(read, 0);
+    ArrayRef<int64_t> shape = buffer.getShape();
+    for (auto [d, form] : llvm::enumerate(read.getLinearForms())) {
+      Value &index = at[d];
+      if (int64_t c = form.coeff(s)) {
+        index = arith::AddIOp::create(b, loc, index, constantIndex(c));
+        index = arith::MinSIOp::create(b, loc, index,
+                                       constantIndex(shape[d] - 1));
+      }
+    }
+    memref::PrefetchOp::create(b, loc, memref, at, /*isWrite=*/false,
+                               /*localityHint=*/2, /*isDataCache=*/true);
+    return;
+  }
 }
 
 LogicalResult KernelEmitter::unrollLoops() {

@@ -29,9 +29,10 @@ namespace {
 /// `scf.parallel` (OpenMP later); temporaries heap or stack memrefs.
 class KernelLowering : public KernelEmitter {
 public:
-  KernelLowering(KernelOp kernel, int64_t streamingMinBytes, bool fpContract)
+  KernelLowering(KernelOp kernel, int64_t streamingMinBytes, bool fpContract,
+                 bool prefetchRows)
       : KernelEmitter(kernel, fpContract),
-        streamingMinBytes(streamingMinBytes) {}
+        streamingMinBytes(streamingMinBytes), prefetchRows(prefetchRows) {}
 
   LogicalResult run();
 
@@ -40,6 +41,7 @@ private:
   bool maskedLanes() const override { return true; }
   bool transposesInRegisters() const override { return true; }
   bool stridedLoadsInRegisters() const override { return true; }
+  bool prefetchesNextRows() const override { return prefetchRows; }
   bool scattersTiles() const override { return true; }
   bool foldsInitInto(ScopeOp scope) override {
     return getAccumulated(scope).empty(); // else lowerAccumulated takes it
@@ -128,6 +130,7 @@ private:
   bool hasThreadSlots(BufferOp buffer);
 
   int64_t streamingMinBytes;
+  bool prefetchRows;
   llvm::DenseMap<Operation *, bool> threadSlots;
   /// The outputs that take streaming stores, with an i1 that holds when
   /// their base address is 64-byte aligned.
@@ -743,7 +746,8 @@ struct ConvertPerfDojoToStandardPass
     ModuleOp module = getOperation();
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels) {
-      KernelLowering lowering(kernel, streamingMinBytes, fpContract);
+      KernelLowering lowering(kernel, streamingMinBytes, fpContract,
+                              prefetchRows);
       if (failed(lowering.run()))
         return signalPassFailure();
       kernel.erase();

@@ -56,6 +56,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   ConvertPerfDojoToStandardOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
+  lowering.prefetchRows = options.prefetchRows;
   pm.addPass(createConvertPerfDojoToStandard(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -179,6 +179,7 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   LowerToLLVMOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
+  lowering.prefetchRows = options.prefetchRows;
   // The JIT compiles for this CPU (detectHost above).
   static const bool hostHasAVX512 =
       llvm::sys::getHostCPUFeatures().lookup("avx512f");

@@ -18,8 +18,10 @@ using namespace mlir::perfdojo;
 /// register tiles sharing accumulators (2026-11-22). 3: vector partials of
 /// reductions beside other children of their loop, streaming stores into
 /// large temporaries (2026-11-27). 4: kernels for AMD Zen 4 scheduled by
-/// LLVM's generic model (getKernelTuneCPU, 2026-12-01).
-static constexpr const char *kLoweringVersion = "4";
+/// LLVM's generic model (getKernelTuneCPU, 2026-12-01). 5: the CPU
+/// lowering prefetches the next row of passes over rows (prefetchNextRow,
+/// 2026-12-01).
+static constexpr const char *kLoweringVersion = "5";
 
 namespace {
 /// A prepared statement, finalized when it goes out of scope.

@@ -137,6 +137,24 @@ protected:
   LogicalResult checkUnrolling();
   /// A vector scope: its one operation on `size` lanes.
   LogicalResult lowerVectorScope(ScopeOp scope);
+  /// Whether the target prefetches the next row of a pass over rows
+  /// (prefetchNextRow).
+  virtual bool prefetchesNextRows() const { return false; }
+  /// Where a sequential scope S (a row) holds several passes of the same
+  /// shape, a loop L of a vector scope each (a layernorm's mean, variance
+  /// and normalization over a row of x), and the first of them reads an
+  /// input A at an index that S's variable s steps (x[s, ...]): the first
+  /// vector scope of the second such pass, `vec`, also prefetches into the
+  /// L2 cache the vector of A that the first pass reads at s + 1 (the row
+  /// clamped to A's last), at the same position in the row. The first
+  /// pass of each row then finds its data on the way, where it would wait
+  /// for DRAM at every row's start: the hardware prefetchers follow a
+  /// stream only within a 4 KB page and stop between rows, and the later
+  /// passes, which read the row from L1, keep the core from running
+  /// ahead. Only rows of A of at most kMaxPrefetchedRowBytes.
+  void prefetchNextRow(ScopeOp vec);
+  /// The most bytes of a row that prefetchNextRow brings in ahead.
+  static constexpr int64_t kMaxPrefetchedRowBytes = 64 * 1024;
   /// A sequential scope S whose body is a chain of unrolled scopes ending in
   /// one reduction, in a vector scope whose lanes its element is contiguous
   /// in (or, where scattersTiles, runs along with any one step), or alone (a

@@ -47,6 +47,12 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
                      "consumes it (fused multiply-add); off: every "
                      "operation rounds"),
       llvm::cl::init(true)};
+  Option<bool> prefetchRows{
+      *this, "prefetch-rows",
+      llvm::cl::desc("The second of several passes over a row of the same "
+                     "shape prefetches the row the first pass reads next "
+                     "(at most 64 KiB)"),
+      llvm::cl::init(true)};
   Option<bool> scalefExp{
       *this, "scalef-exp",
       llvm::cl::desc("exp scales its polynomial by 2^j in one llvm.ldexp "

@@ -49,6 +49,13 @@ def ConvertPerfDojoToStandard
       that no operation reduces into, where a parallel scope writes it:
       when a later pass reads it, its first lines have left the caches
       anyway. `pd-fence-streaming-stores` orders them.
+    - Prefetching the next row (`prefetch-rows`): in a sequential scope S
+      holding several passes of one shape over a row (loops of one size
+      around vector scopes of one width), the first of which reads an
+      input at an index S's variable steps, the second pass's first vector
+      scope prefetches into L2 (`memref.prefetch`, locality 2) the vector
+      the first pass reads in S's next iteration (clamped to the input's
+      last row), for rows of at most 64 KiB.
     - A sequential scope keeps the partial results of each vector
       reduction among its children into an element neither it nor the
       lanes index, and that nothing else in the scope touches, in vectors
@@ -68,7 +75,10 @@ def ConvertPerfDojoToStandard
     Option<"fpContract", "fp-contract", "bool", /*default=*/"true",
            "Let a floating-point product fuse with the sum or difference "
            "that consumes it (one rounding: a fused multiply-add), as C "
-           "compilers do by default; off: every operation rounds">
+           "compilers do by default; off: every operation rounds">,
+    Option<"prefetchRows", "prefetch-rows", "bool", /*default=*/"true",
+           "The second of several passes over a row of the same shape "
+           "prefetches the row the first pass reads next (at most 64 KiB)">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",

@@ -60,6 +60,9 @@ struct EvaluationOptions {
   /// Whether a floating-point product may fuse with the sum that consumes
   /// it (see convert-perfdojo-to-standard's fp-contract).
   bool fpContract = true;
+  /// Whether passes over rows prefetch the next row (see
+  /// convert-perfdojo-to-standard's prefetch-rows).
+  bool prefetchRows = true;
 };
 
 enum class EvaluationStatus {
