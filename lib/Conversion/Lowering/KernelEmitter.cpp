@@ -205,7 +205,9 @@ void KernelEmitter::prefetchNextRow(ScopeOp vec) {
     for (auto [d, form] : llvm::enumerate(read.getLinearForms())) {
       Value &index = at[d];
       if (int64_t c = form.coeff(s)) {
+        // Rows read in either direction (x[7 - s, ...] too) stay in A.
         index = arith::AddIOp::create(b, loc, index, constantIndex(c));
+        index = arith::MaxSIOp::create(b, loc, index, constantIndex(0));
         index = arith::MinSIOp::create(b, loc, index,
                                        constantIndex(shape[d] - 1));
       }

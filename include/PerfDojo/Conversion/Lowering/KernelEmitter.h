@@ -146,7 +146,7 @@ protected:
   /// input A at an index that S's variable s steps (x[s, ...]): the first
   /// vector scope of the second such pass, `vec`, also prefetches into the
   /// L2 cache the vector of A that the first pass reads at s + 1 (the row
-  /// clamped to A's last), at the same position in the row. The first
+  /// clamped to A's rows), at the same position in the row. The first
   /// pass of each row then finds its data on the way, where it would wait
   /// for DRAM at every row's start: the hardware prefetchers follow a
   /// stream only within a 4 KB page and stop between rows, and the later

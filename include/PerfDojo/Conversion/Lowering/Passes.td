@@ -55,7 +55,7 @@ def ConvertPerfDojoToStandard
       input at an index S's variable steps, the second pass's first vector
       scope prefetches into L2 (`memref.prefetch`, locality 2) the vector
       the first pass reads in S's next iteration (clamped to the input's
-      last row), for rows of at most 64 KiB.
+      rows), for rows of at most 64 KiB.
     - A sequential scope keeps the partial results of each vector
       reduction among its children into an element neither it nor the
       lanes index, and that nothing else in the scope touches, in vectors
