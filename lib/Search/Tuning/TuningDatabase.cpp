@@ -20,8 +20,9 @@ using namespace mlir::perfdojo;
 /// large temporaries (2026-11-27). 4: kernels for AMD Zen 4 scheduled by
 /// LLVM's generic model (getKernelTuneCPU, 2026-12-01). 5: the CPU
 /// lowering prefetches the next row of passes over rows (prefetchNextRow,
-/// 2026-12-01).
-static constexpr const char *kLoweringVersion = "5";
+/// 2026-12-01). 6: exp on AVX-512 in 14 instructions (a float exponent for
+/// vscalefps, Horner's order; 2026-12-02).
+static constexpr const char *kLoweringVersion = "6";
 
 namespace {
 /// A prepared statement, finalized when it goes out of scope.

@@ -35,9 +35,10 @@ void populateDeviceMathPatterns(RewritePatternSet &patterns);
 void populateExpByExp2Patterns(RewritePatternSet &patterns);
 
 /// Adds a pattern that computes f32 (scalar or vector) `math.exp` as a
-/// polynomial scaled by 2^j in one `llvm.ldexp` (AVX-512's vscalefps):
-/// x = j ln 2 + f as above, e^f by Cephes' expf polynomial. For CPUs whose
-/// ldexp is an instruction (elsewhere LLVM calls the library per lane).
+/// polynomial scaled by 2^j in one vscalefps: x = j ln 2 + f as above, e^f
+/// by Cephes' expf polynomial in Horner's order, within 0.88 ulp. Vectors
+/// of 16 call `llvm.x86.avx512.mask.scalef.ps.512`, other shapes
+/// `llvm.ldexp` (an integer exponent): for x86 CPUs with AVX-512 only.
 void populateExpByScalefPatterns(RewritePatternSet &patterns);
 
 } // namespace perfdojo

@@ -55,8 +55,8 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
       llvm::cl::init(true)};
   Option<bool> scalefExp{
       *this, "scalef-exp",
-      llvm::cl::desc("exp scales its polynomial by 2^j in one llvm.ldexp "
-                     "(for CPUs with AVX-512, where that is vscalefps)"),
+      llvm::cl::desc("exp scales its polynomial by 2^j in one vscalefps "
+                     "(x86 CPUs with AVX-512 only)"),
       llvm::cl::init(false)};
 };
 
