@@ -59,7 +59,7 @@ perfdojo.kernel @mappings {
 // CHECK: vector.store %[[S]], %arg1[%{{.*}}, %{{.*}}] : memref<4x16xf32>, vector<16xf32>
 // CHECK-COUNT-4: vector.shuffle
 // CHECK: %[[R:.*]] = vector.extract %{{.*}}[0] : f32 from vector<16xf32>
-// CHECK: arith.maximumf %{{.*}}, %[[R]] : f32
+// CHECK: arith.maximumf %{{.*}}, %[[R]] fastmath<nsz> : f32
 perfdojo.kernel @vectors {
   perfdojo.buffer in x f32 [4, 16] heap
   perfdojo.buffer out y f32 [4, 16] heap
@@ -183,20 +183,20 @@ perfdojo.kernel @unrolled_at_the_limit {
 // CHECK: %[[INIT:.*]] = arith.constant dense<0xFF800000> : vector<16xf32>
 // CHECK: %[[ACC:.*]]:4 = scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[INIT]], %[[A1:.*]] = %[[INIT]], %[[A2:.*]] = %[[INIT]], %[[A3:.*]] = %[[INIT]]) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: %[[V0:.*]] = vector.load
-// CHECK: %[[M0:.*]] = arith.maximumf %[[A0]], %[[V0]] : vector<16xf32>
+// CHECK: %[[M0:.*]] = arith.maximumf %[[A0]], %[[V0]] fastmath<nsz> : vector<16xf32>
 // CHECK: %[[V1:.*]] = vector.load
-// CHECK: %[[M1:.*]] = arith.maximumf %[[A1]], %[[V1]] : vector<16xf32>
+// CHECK: %[[M1:.*]] = arith.maximumf %[[A1]], %[[V1]] fastmath<nsz> : vector<16xf32>
 // CHECK: %[[V2:.*]] = vector.load
-// CHECK: %[[M2:.*]] = arith.maximumf %[[A2]], %[[V2]] : vector<16xf32>
+// CHECK: %[[M2:.*]] = arith.maximumf %[[A2]], %[[V2]] fastmath<nsz> : vector<16xf32>
 // CHECK: %[[V3:.*]] = vector.load
-// CHECK: %[[M3:.*]] = arith.maximumf %[[A3]], %[[V3]] : vector<16xf32>
+// CHECK: %[[M3:.*]] = arith.maximumf %[[A3]], %[[V3]] fastmath<nsz> : vector<16xf32>
 // CHECK: scf.yield %[[M0]], %[[M1]], %[[M2]], %[[M3]]
 // CHECK: %[[P01:.*]] = arith.maximumf %[[ACC]]#0, %[[ACC]]#1
 // CHECK: %[[P23:.*]] = arith.maximumf %[[ACC]]#2, %[[ACC]]#3
 // CHECK: arith.maximumf %[[P01]], %[[P23]]
 // CHECK-COUNT-4: vector.shuffle
 // CHECK: vector.extract
-// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} fastmath<nsz> : f32
 // CHECK: memref.store
 perfdojo.kernel @accumulated {
   perfdojo.buffer in x f32 [4, 64] heap

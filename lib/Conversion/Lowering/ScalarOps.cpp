@@ -93,6 +93,8 @@ Value KernelEmitter::binary(OpKind kind, Value x, Value y, Type type) {
   auto contract = arith::FastMathFlagsAttr::get(
       b.getContext(), fpContract ? arith::FastMathFlags::contract
                                  : arith::FastMathFlags::none);
+  auto noSignedZeros =
+      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::nsz);
   switch (kind) {
   case OpKind::add:
     return fp ? arith::AddFOp::create(b, loc, x, y, contract).getResult()
@@ -106,11 +108,16 @@ Value KernelEmitter::binary(OpKind kind, Value x, Value y, Type type) {
   case OpKind::div:
     return fp ? arith::DivFOp::create(b, loc, x, y).getResult()
               : arith::DivSIOp::create(b, loc, x, y).getResult();
+  // NaN if either is NaN; of two zeros, either (nsz): the interpreter
+  // returns the first of equal operands, and ordering -0 below +0 costs
+  // x86 three more instructions a vector (a sign test and two blends).
   case OpKind::max:
-    return fp ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+    return fp ? arith::MaximumFOp::create(b, loc, x, y, noSignedZeros)
+                    .getResult()
               : arith::MaxSIOp::create(b, loc, x, y).getResult();
   case OpKind::min:
-    return fp ? arith::MinimumFOp::create(b, loc, x, y).getResult()
+    return fp ? arith::MinimumFOp::create(b, loc, x, y, noSignedZeros)
+                    .getResult()
               : arith::MinSIOp::create(b, loc, x, y).getResult();
   default:
     llvm_unreachable("not an arithmetic binary primitive");

@@ -21,7 +21,8 @@ using namespace mlir::perfdojo;
 /// LLVM's generic model (getKernelTuneCPU, 2026-12-01). 5: the CPU
 /// lowering prefetches the next row of passes over rows (prefetchNextRow,
 /// 2026-12-01). 6: exp on AVX-512 in 14 instructions (a float exponent for
-/// vscalefps, Horner's order; 2026-12-02).
+/// vscalefps, Horner's order), floating-point max and min with nsz
+/// (2026-12-02).
 static constexpr const char *kLoweringVersion = "6";
 
 namespace {
