@@ -244,7 +244,7 @@ Value buildExpByExp2(F32Math &m, Value x) {
 /// stays NaN, and a subnormal result rounds once. 14 instructions a vector
 /// of 16, against 24 for MLIR's polynomial, which builds 2^j from its bits
 /// and clamps j to the normal exponents. Within 0.88 ulp (normal results;
-/// bench/ceiling/exp_ulp.py measures it), where Cephes' order
+/// bench/math/ulp.py measures it), where Cephes' order
 /// (1 + (f + f^2 q)) came to 1.003 ulp with two instructions more.
 Value buildExpByScalef(F32Math &m, Value x) {
   x = m.min(m.max(x, m.c(-104)), m.c(89));
