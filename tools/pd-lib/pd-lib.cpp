@@ -62,6 +62,15 @@ static cl::opt<std::string>
     fallback("default", cl::init("expert"), cl::cat(libCategory),
              cl::desc("program of a kernel without moves file or database "
                       "record: expert, greedy or naive"));
+static cl::opt<bool> prefetchRows(
+    "prefetch-rows", cl::init(true), cl::cat(libCategory),
+    cl::desc("the second of several passes over a row of the same shape "
+             "prefetches the row the first pass reads next"));
+static cl::opt<int64_t> prefetchAhead(
+    "prefetch-ahead", cl::init(0), cl::cat(libCategory),
+    cl::desc("a vector scope in a sequential loop that streams a row of an "
+             "input prefetches the vector this many bytes further along the "
+             "row (0: never)"));
 static cl::opt<std::string>
     compiler("cc", cl::init(PERFDOJO_C_COMPILER), cl::cat(libCategory),
              cl::desc("C compiler driver that links the shared library"));
@@ -214,6 +223,8 @@ static int runTool(int argc, char **argv) {
   options.prefix = prefix.getNumOccurrences() ? prefix : libName + "_";
   options.cpu = cpu;
   options.features = features;
+  options.prefetchRows = prefetchRows;
+  options.prefetchAhead = prefetchAhead;
   options.linker = compiler;
   options.openmpDir = PERFDOJO_OPENMP_DIR;
   auto files = writeKernelLibrary(kernels, outputDir, options, error);

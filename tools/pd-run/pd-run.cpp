@@ -117,6 +117,12 @@ static cl::opt<bool> prefetchRows(
              "same shape prefetches the row the first pass reads next; "
              "--prefetch-rows=false never prefetches"),
     cl::init(true), cl::cat(jitCategory));
+static cl::opt<int64_t> prefetchAhead(
+    "prefetch-ahead",
+    cl::desc("with --jit: a vector scope in a sequential loop that streams "
+             "a row of an input prefetches the vector this many bytes "
+             "further along the row (0: never)"),
+    cl::init(0), cl::cat(jitCategory));
 static cl::opt<std::string> checkAgainst(
     "check-against",
     cl::desc("with --jit: check the outputs against this kernel (text form "
@@ -256,6 +262,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.streamingMinBytes = streamingMinBytes;
   options.fpContract = fpContract;
   options.prefetchRows = prefetchRows;
+  options.prefetchAhead = prefetchAhead;
   EvaluationResult result;
   if (checkAgainst.empty()) {
     result = evaluate(kernel, options, reference, tolerance);

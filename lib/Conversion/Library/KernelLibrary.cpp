@@ -392,6 +392,8 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   LowerToLLVMOptions lowering;
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
+  lowering.prefetchRows = options.prefetchRows;
+  lowering.prefetchAhead = options.prefetchAhead;
   lowering.scalefExp = machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
   OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
   if (!module)

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include <map>
@@ -116,6 +117,7 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
   ivs.push_back(Value());
   if (prefetchesNextRows())
     prefetchNextRow(scope);
+  prefetchAhead(scope);
   LogicalResult result = success();
   for (Operation &op : scope.getBodyBlock()) {
     auto compute = dyn_cast<ComputeOp>(op);
@@ -152,69 +154,182 @@ static ScopeOp passVector(Operation &op) {
   return vec;
 }
 
-void KernelEmitter::prefetchNextRow(ScopeOp vec) {
-  auto loop = dyn_cast<ScopeOp>(vec->getParentOp());
-  auto row = loop ? dyn_cast<ScopeOp>(loop->getParentOp()) : ScopeOp();
-  if (!row || row.getMapping() != Mapping::seq || row.getSize() < 2 ||
-      passVector(*loop) != vec)
-    return;
+std::optional<KernelEmitter::NextRowPrefetch>
+KernelEmitter::findNextRowPrefetch(ScopeOp loop) {
+  ScopeOp vec = passVector(*loop);
+  auto row = dyn_cast<ScopeOp>(loop->getParentOp());
+  if (!vec || !row || row.getMapping() != Mapping::seq || row.getSize() < 2)
+    return std::nullopt;
   unsigned s = row.getDepth();
-  // The first pass: the first loop of a vector scope in the row reading
-  // an input at an index that s steps, contiguous along the lanes.
+  // The first pass of loop's shape reading an input at an index that s
+  // steps, contiguous along the lanes, and the next pass of that shape.
   auto sameShape = [&](ScopeOp other) {
     ScopeOp inner = passVector(*other);
     return inner && other.getSize() == loop.getSize() &&
            inner.getSize() == vec.getSize();
   };
-  ScopeOp first;
-  AccessAttr read;
+  NextRowPrefetch found;
   for (Operation &child : row.getBodyBlock()) {
     ScopeOp pass = dyn_cast<ScopeOp>(child);
     if (!pass || !sameShape(pass))
       continue;
-    if (!first) {
-      passVector(*pass).walk([&](ComputeOp op) {
-        for (Attribute input : op.getInputs()) {
-          auto access = dyn_cast<AccessAttr>(input);
-          if (read || !access ||
-              !bufferOf(access.getArray().getValue()).isInput())
-            continue;
-          SmallVector<LinearForm> forms(access.getLinearForms());
-          bool steps = llvm::any_of(
-              forms, [&](const LinearForm &f) { return f.coeff(s) != 0; });
-          if (steps && classify(access) == Pattern::Contiguous)
-            read = access;
-        }
-      });
-      if (read)
-        first = pass;
-      continue;
+    if (found.first) {
+      found.second = pass;
+      break;
     }
-    // The second pass of the shape prefetches; the others do not.
-    if (pass != loop)
-      return;
-    BufferOp buffer = bufferOf(read.getArray().getValue());
-    int64_t rowBytes = loop.getSize() * vec.getSize() *
-                       ((buffer.getElementType().getIntOrFloatBitWidth() + 7) /
-                        8);
-    if (rowBytes > kMaxPrefetchedRowBytes)
-      return;
-    Value memref = memrefs.lookup(read.getArray().getValue());
-    SmallVector<Value> at = indices(read, 0);
-    ArrayRef<int64_t> shape = buffer.getShape();
-    for (auto [d, form] : llvm::enumerate(read.getLinearForms())) {
-      Value &index = at[d];
-      if (int64_t c = form.coeff(s)) {
-        // Rows read in either direction (x[7 - s, ...] too) stay in A.
-        index = arith::AddIOp::create(b, loc, index, constantIndex(c));
-        index = arith::MaxSIOp::create(b, loc, index, constantIndex(0));
-        index = arith::MinSIOp::create(b, loc, index,
-                                       constantIndex(shape[d] - 1));
+    passVector(*pass).walk([&](ComputeOp op) {
+      for (Attribute input : op.getInputs()) {
+        auto access = dyn_cast<AccessAttr>(input);
+        if (found.read || !access ||
+            !bufferOf(access.getArray().getValue()).isInput())
+          continue;
+        SmallVector<LinearForm> forms(access.getLinearForms());
+        bool steps = llvm::any_of(
+            forms, [&](const LinearForm &f) { return f.coeff(s) != 0; });
+        if (steps && classify(access) == Pattern::Contiguous)
+          found.read = access;
       }
-    }
-    memref::PrefetchOp::create(b, loc, memref, at, /*isWrite=*/false,
-                               /*localityHint=*/2, /*isDataCache=*/true);
+    });
+    if (found.read)
+      found.first = pass;
+  }
+  if (!found.second)
+    return std::nullopt;
+  BufferOp buffer = bufferOf(found.read.getArray().getValue());
+  int64_t rowBytes =
+      loop.getSize() * vec.getSize() *
+      ((buffer.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  if (rowBytes > kMaxPrefetchedRowBytes)
+    return std::nullopt;
+  return found;
+}
+
+void KernelEmitter::prefetchNextRow(ScopeOp vec) {
+  auto loop = dyn_cast<ScopeOp>(vec->getParentOp());
+  if (!loop || passVector(*loop) != vec)
     return;
+  std::optional<NextRowPrefetch> found = findNextRowPrefetch(loop);
+  if (!found || found->second != loop)
+    return;
+  // The vector the first pass reads in the next row (clamped to A's rows;
+  // rows read in either direction, x[7 - s, ...] too, stay in A).
+  AccessAttr read = found->read;
+  unsigned s = loop->getParentOfType<ScopeOp>().getDepth();
+  ArrayRef<int64_t> shape = bufferOf(read.getArray().getValue()).getShape();
+  Value memref = memrefs.lookup(read.getArray().getValue());
+  SmallVector<Value> at = indices(read, 0);
+  for (auto [d, form] : llvm::enumerate(read.getLinearForms())) {
+    Value &index = at[d];
+    if (int64_t c = form.coeff(s)) {
+      index = arith::AddIOp::create(b, loc, index, constantIndex(c));
+      index = arith::MaxSIOp::create(b, loc, index, constantIndex(0));
+      index =
+          arith::MinSIOp::create(b, loc, index, constantIndex(shape[d] - 1));
+    }
+  }
+  memref::PrefetchOp::create(b, loc, memref, at, /*isWrite=*/false,
+                             /*localityHint=*/2, /*isDataCache=*/true);
+}
+
+/// Whether an operation among the children of `loop`'s parent that come
+/// before `loop` reads `buffer`.
+static bool readBefore(ScopeOp loop, BufferOp buffer,
+                       function_ref<BufferOp(StringRef)> bufferOf) {
+  for (Operation *p = loop->getPrevNode(); p; p = p->getPrevNode()) {
+    bool reads = false;
+    p->walk([&](ComputeOp op) {
+      for (Attribute input : op.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input))
+          reads |= bufferOf(access.getArray().getValue()) == buffer;
+    });
+    if (reads)
+      return true;
+  }
+  return false;
+}
+
+void KernelEmitter::prefetchAhead(ScopeOp vec) {
+  int64_t aheadBytes = prefetchAheadBytes();
+  auto loop = dyn_cast<ScopeOp>(vec->getParentOp());
+  if (aheadBytes <= 0 || !loop || loop.getMapping() != Mapping::seq)
+    return;
+  int64_t width = vec.getSize();
+  llvm::SmallPtrSet<Operation *, 4> done;
+  for (Operation &child : vec.getBodyBlock()) {
+    auto op = dyn_cast<ComputeOp>(child);
+    if (!op)
+      continue;
+    for (Attribute input : op.getInputs()) {
+      auto access = dyn_cast<AccessAttr>(input);
+      if (!access)
+        continue;
+      BufferOp buffer = bufferOf(access.getArray().getValue());
+      int64_t bytes = (buffer.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+      if (!buffer.isInput() || done.contains(buffer) ||
+          computeProduct(buffer.getShape()) * bytes < kMinPrefetchedInputBytes)
+        continue;
+      // Consecutive lanes, consecutive vectors in L's iterations.
+      OffsetForm offset = offsetForm(access);
+      if (offset.steps[vec.getDepth()] != 1 ||
+          offset.steps[loop.getDepth()] != width)
+        continue;
+      int64_t ahead = std::max<int64_t>(aheadBytes / bytes, 1);
+      // The stream goes on through the scopes around L whose next
+      // iteration starts at most `ahead` elements past the end of the
+      // current one's (the next row of a row-major input; a row's few
+      // remaining elements that another vector scope reads).
+      // Data that a scope around L reads again in each of its iterations
+      // (gamma[j] in every row) is in the caches after the first.
+      int64_t span = int64_t(loop.getSize()) * width;
+      bool streams = true, reused = false;
+      for (auto s = loop->getParentOfType<ScopeOp>(); s;
+           s = s->getParentOfType<ScopeOp>()) {
+        int64_t step = offset.steps[s.getDepth()];
+        reused |= step == 0 && s.getSize() > 1;
+        streams &= step > 0 && step <= span + ahead;
+        if (streams)
+          span += step * (int64_t(s.getSize()) - 1);
+      }
+      if (reused || span * bytes < kMinStreamBytes)
+        continue;
+      done.insert(buffer);
+      // A pass over a row after one that read it finds it in the caches;
+      // a first pass whose next row a later pass prefetches
+      // (prefetchNextRow) finds its row in L2.
+      if (readBefore(loop, buffer,
+                     [&](StringRef array) { return bufferOf(array); }))
+        continue;
+      if (prefetchesNextRows())
+        if (std::optional<NextRowPrefetch> next = findNextRowPrefetch(loop);
+            next && next->first == loop &&
+            bufferOf(next->read.getArray().getValue()) == buffer)
+          continue;
+      // The element `ahead` past the vector's first in the row-major
+      // layout, clamped to the buffer.
+      ArrayRef<int64_t> shape = buffer.getShape();
+      SmallVector<Value> at = indices(access, 0);
+      Value flat = at.back();
+      int64_t stride = 1;
+      for (int d = int(shape.size()) - 2; d >= 0; --d) {
+        stride *= shape[d + 1];
+        flat = arith::AddIOp::create(
+            b, loc, flat,
+            arith::MulIOp::create(b, loc, at[d], constantIndex(stride)));
+      }
+      flat = arith::AddIOp::create(b, loc, flat, constantIndex(ahead));
+      flat = arith::MinSIOp::create(
+          b, loc, flat, constantIndex(stride * shape.front() - 1));
+      Value memref = memrefs.lookup(access.getArray().getValue());
+      if (shape.size() > 1) {
+        SmallVector<ReassociationIndices> all(1);
+        for (size_t d = 0; d < shape.size(); ++d)
+          all.front().push_back(d);
+        memref = memref::CollapseShapeOp::create(b, loc, memref, all);
+      }
+      memref::PrefetchOp::create(b, loc, memref, ValueRange{flat},
+                                 /*isWrite=*/false, /*localityHint=*/2,
+                                 /*isDataCache=*/true);
+    }
   }
 }
 

@@ -30,9 +30,10 @@ namespace {
 class KernelLowering : public KernelEmitter {
 public:
   KernelLowering(KernelOp kernel, int64_t streamingMinBytes, bool fpContract,
-                 bool prefetchRows)
+                 bool prefetchRows, int64_t prefetchAhead)
       : KernelEmitter(kernel, fpContract),
-        streamingMinBytes(streamingMinBytes), prefetchRows(prefetchRows) {}
+        streamingMinBytes(streamingMinBytes), prefetchRows(prefetchRows),
+        aheadBytes(prefetchAhead) {}
 
   LogicalResult run();
 
@@ -42,6 +43,7 @@ private:
   bool transposesInRegisters() const override { return true; }
   bool stridedLoadsInRegisters() const override { return true; }
   bool prefetchesNextRows() const override { return prefetchRows; }
+  int64_t prefetchAheadBytes() const override { return aheadBytes; }
   bool scattersTiles() const override { return true; }
   bool foldsInitInto(ScopeOp scope) override {
     return getAccumulated(scope).empty(); // else lowerAccumulated takes it
@@ -131,6 +133,7 @@ private:
 
   int64_t streamingMinBytes;
   bool prefetchRows;
+  int64_t aheadBytes;
   llvm::DenseMap<Operation *, bool> threadSlots;
   /// The outputs that take streaming stores, with an i1 that holds when
   /// their base address is 64-byte aligned.
@@ -676,6 +679,7 @@ FailureOr<Value> KernelLowering::accumulate(ScopeOp scope, ComputeOp op,
     enterLanes(scope, op);
     ivs.push_back(Value());
     loc = op.getLoc();
+    prefetchAhead(scope);
     std::string error;
     Value value = compute(op, type, error);
     ivs.pop_back();
@@ -747,7 +751,7 @@ struct ConvertPerfDojoToStandardPass
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels) {
       KernelLowering lowering(kernel, streamingMinBytes, fpContract,
-                              prefetchRows);
+                              prefetchRows, prefetchAhead);
       if (failed(lowering.run()))
         return signalPassFailure();
       kernel.erase();

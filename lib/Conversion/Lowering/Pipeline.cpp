@@ -57,6 +57,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
   lowering.prefetchRows = options.prefetchRows;
+  lowering.prefetchAhead = options.prefetchAhead;
   pm.addPass(createConvertPerfDojoToStandard(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

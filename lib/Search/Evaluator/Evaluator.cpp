@@ -180,6 +180,7 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   lowering.streamingMinBytes = options.streamingMinBytes;
   lowering.fpContract = options.fpContract;
   lowering.prefetchRows = options.prefetchRows;
+  lowering.prefetchAhead = options.prefetchAhead;
   // The JIT compiles for this CPU (detectHost above).
   static const bool hostHasAVX512 =
       llvm::sys::getHostCPUFeatures().lookup("avx512f");

@@ -47,6 +47,8 @@ struct LibraryOptions {
   /// Lowering options (see LowerToLLVMOptions).
   int64_t streamingMinBytes = 16 << 20;
   bool fpContract = true;
+  bool prefetchRows = true;
+  int64_t prefetchAhead = 0;
   /// The C compiler driver that links the shared library (clang), and the
   /// folder of the OpenMP runtime (libomp) parallel kernels call.
   std::string linker;

@@ -53,6 +53,12 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
                      "shape prefetches the row the first pass reads next "
                      "(at most 64 KiB)"),
       llvm::cl::init(true)};
+  Option<int64_t> prefetchAhead{
+      *this, "prefetch-ahead",
+      llvm::cl::desc("A vector scope in a sequential loop that streams a "
+                     "row of an input prefetches the vector this many "
+                     "bytes further along the row (0: never)"),
+      llvm::cl::init(0)};
   Option<bool> scalefExp{
       *this, "scalef-exp",
       llvm::cl::desc("exp scales its polynomial by 2^j in one vscalefps "

@@ -63,6 +63,9 @@ struct EvaluationOptions {
   /// Whether passes over rows prefetch the next row (see
   /// convert-perfdojo-to-standard's prefetch-rows).
   bool prefetchRows = true;
+  /// How many bytes ahead vector scopes prefetch the inputs they stream
+  /// (see convert-perfdojo-to-standard's prefetch-ahead); 0: never.
+  int64_t prefetchAhead = 0;
 };
 
 enum class EvaluationStatus {
