@@ -3,7 +3,7 @@
 
     bench/peers/setup.sh                         # once: the peers' venvs
     .venv/bin/python bench/peers/run.py [--kernels K,...] [--set unseen]
-        [--budget 150] [--pd-time-budget 600] [--tvm K,...|all|none]
+        [--budget 150] [--pd-time-budget 600] [--tvm K[:S],...|all|none]
         [--tvm-min-seconds 240] [--rounds 5] [--reps 10] [--threads 2]
         [--work bench/peers/work] [--retune] > table.md
 
@@ -14,7 +14,8 @@ For each kernel (the suite's, at the paper's shapes, by default):
    wall time is recorded as PerfDojo's tuning time.
 2. TVM MetaSchedule tunes the same naive kernel (translated to a tensor
    expression by pd_to_te.py) for at least as long as PerfDojo did and at
-   least ``--tvm-min-seconds``; its trials and time are recorded.
+   least ``--tvm-min-seconds`` (or the S seconds of ``--tvm K:S``); its
+   trials and time are recorded.
 3. One input set (floats uniform in [-1, 1), seeded) is written; PerfDojo's
    tuned program computes the reference outputs on it (perfdojo.Kernel.run),
    and every peer variant's outputs on the same inputs are compared with
@@ -247,6 +248,28 @@ def check_outputs(work, reference, variant_file, numpy):
     return worst
 
 
+def tvm_selection(spec, default_seconds):
+    """The kernels of ``--tvm`` with the least seconds MetaSchedule gets on
+    each: None for all (each the default), {} for none; ``K:S`` gives
+    kernel K at least S seconds."""
+    if spec == "all":
+        return None
+    chosen = {}
+    for item in filter(None, spec.split(",")):
+        if item == "none":
+            continue
+        name, _, seconds = item.partition(":")
+        try:
+            chosen[name] = float(seconds) if seconds else default_seconds
+        except ValueError:
+            raise SystemExit("run.py: --tvm %s: '%s' is not a number of "
+                             "seconds" % (item, seconds))
+        if chosen[name] <= 0:
+            raise SystemExit("run.py: --tvm %s: the seconds must be "
+                             "positive" % item)
+    return chosen
+
+
 def measure(args, name, reference_program):
     import numpy
     import perfdojo
@@ -254,10 +277,12 @@ def measure(args, name, reference_program):
     os.makedirs(work, exist_ok=True)
     row = {"kernel": name}
     program, row["perfdojo_tune"] = tune_perfdojo(args, name, work)
-    use_tvm = "tvm" in args.peers and (args.tvm == "all"
-                                      or name in args.tvm.split(","))
+    tvm_kernels = tvm_selection(args.tvm, args.tvm_min_seconds)
+    use_tvm = "tvm" in args.peers and (tvm_kernels is None
+                                      or name in tvm_kernels)
     if use_tvm:
-        seconds = max(row["perfdojo_tune"]["tune_s"], args.tvm_min_seconds)
+        least = args.tvm_min_seconds if tvm_kernels is None else tvm_kernels[name]
+        seconds = max(row["perfdojo_tune"]["tune_s"], least)
         row["tvm_tune"] = tune_tvm(args, name, work, seconds)
     inputs = make_inputs(args, name, work, numpy)
     log("%s: PerfDojo's outputs on the inputs" % name)
@@ -425,7 +450,9 @@ def main():
     ap.add_argument("--set", default="suite", choices=["suite", "unseen"])
     ap.add_argument("--peers", default="torch,tvm")
     ap.add_argument("--tvm", default="all",
-                    help="kernels MetaSchedule tunes: all, none or a list")
+                    help="kernels MetaSchedule tunes: all, none or a list; "
+                    "K:S gives kernel K at least S seconds instead of "
+                    "--tvm-min-seconds")
     ap.add_argument("--tvm-trials", type=int, default=2000)
     ap.add_argument("--tvm-trials-per-iter", type=int, default=16,
                     help="MetaSchedule's measurement batch; its records "
@@ -462,6 +489,11 @@ def main():
     import suite
     names = (args.kernels.split(",") if args.kernels else
              (suite.names() if args.set == "suite" else suite.names("unseen")))
+    unknown = sorted(set(tvm_selection(args.tvm, args.tvm_min_seconds) or {})
+                     - set(names))
+    if unknown:
+        ap.error("--tvm names %s, not among the kernels measured (%s)"
+                 % (", ".join(unknown), ", ".join(names)))
     os.makedirs(args.work, exist_ok=True)
     reference_program = os.path.join(args.work, "reference.pd")
     if not os.path.exists(reference_program):
