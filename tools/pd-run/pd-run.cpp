@@ -104,7 +104,7 @@ static cl::opt<int64_t> streamingMinBytes(
              "kernel only writes, and heap temporaries of at least 4 times as "
              "many that parallel scopes write, get non-temporal stores (0: "
              "never)"),
-    cl::init(16 << 20));
+    cl::init(16 << 20), cl::cat(jitCategory));
 static cl::opt<bool> fpContract(
     "fp-contract",
     cl::desc("with --jit: let a floating-point product fuse with the sum "
