@@ -638,8 +638,8 @@ void mlir::perfdojo::confirmBest(Environment &env, const SearchOptions &options,
   ranked.resize(std::min<size_t>(ranked.size(), options.confirmPrograms));
   // Only the confirmation's times rank the finalists: the first time of
   // the best of many noisy measurements is the luckiest of them (a
-  // reducemean variant first timed at 1.38 ms, then 1.77-2.18 in the
-  // peers run, kept its place through 3 rounds whose median counted it).
+  // reducemean variant first timed at 1.38 ms won a confirmation whose
+  // median, 1.67 ms, counted that time, then ran 1.77-2.18 ms).
   std::vector<std::vector<double>> times(ranked.size());
   std::vector<Measurement> last(ranked.size());
   for (unsigned round = 0; round < options.confirmRounds; ++round)
