@@ -69,8 +69,8 @@ static cl::opt<bool> prefetchRows(
 static cl::opt<int64_t> prefetchAhead(
     "prefetch-ahead", cl::init(0), cl::cat(libCategory),
     cl::desc("a vector scope in a sequential loop that streams a row of an "
-             "input prefetches the vector this many bytes further along the "
-             "row (0: never)"));
+             "input prefetches the element this many bytes further on in "
+             "the input (0: never)"));
 static cl::opt<std::string>
     compiler("cc", cl::init(PERFDOJO_C_COMPILER), cl::cat(libCategory),
              cl::desc("C compiler driver that links the shared library"));

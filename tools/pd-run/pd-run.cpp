@@ -120,8 +120,8 @@ static cl::opt<bool> prefetchRows(
 static cl::opt<int64_t> prefetchAhead(
     "prefetch-ahead",
     cl::desc("with --jit: a vector scope in a sequential loop that streams "
-             "a row of an input prefetches the vector this many bytes "
-             "further along the row (0: never)"),
+             "a row of an input prefetches the element this many bytes "
+             "further on in the input (0: never)"),
     cl::init(0), cl::cat(jitCategory));
 static cl::opt<std::string> checkAgainst(
     "check-against",

@@ -137,6 +137,11 @@ LogicalResult KernelEmitter::lowerVectorScope(ScopeOp scope) {
 
 /// The first vector scope of `op`, if `op` is a sequential scope whose
 /// children are operations and vector scopes.
+/// Bytes of an element of `buffer`.
+static int64_t elementBytes(BufferOp buffer) {
+  return (buffer.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+}
+
 static ScopeOp passVector(Operation &op) {
   auto loop = dyn_cast<ScopeOp>(op);
   if (!loop || loop.getMapping() != Mapping::seq)
@@ -198,7 +203,7 @@ KernelEmitter::findNextRowPrefetch(ScopeOp loop) {
   BufferOp buffer = bufferOf(found.read.getArray().getValue());
   int64_t rowBytes =
       loop.getSize() * vec.getSize() *
-      ((buffer.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+      elementBytes(buffer);
   if (rowBytes > kMaxPrefetchedRowBytes)
     return std::nullopt;
   return found;
@@ -231,10 +236,7 @@ void KernelEmitter::prefetchNextRow(ScopeOp vec) {
                              /*localityHint=*/2, /*isDataCache=*/true);
 }
 
-/// Whether an operation among the children of `loop`'s parent that come
-/// before `loop` reads `buffer`.
-static bool readBefore(ScopeOp loop, BufferOp buffer,
-                       function_ref<BufferOp(StringRef)> bufferOf) {
+bool KernelEmitter::readBefore(ScopeOp loop, BufferOp buffer) {
   for (Operation *p = loop->getPrevNode(); p; p = p->getPrevNode()) {
     bool reads = false;
     p->walk([&](ComputeOp op) {
@@ -264,7 +266,7 @@ void KernelEmitter::prefetchAhead(ScopeOp vec) {
       if (!access)
         continue;
       BufferOp buffer = bufferOf(access.getArray().getValue());
-      int64_t bytes = (buffer.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+      int64_t bytes = elementBytes(buffer);
       if (!buffer.isInput() || done.contains(buffer) ||
           computeProduct(buffer.getShape()) * bytes < kMinPrefetchedInputBytes)
         continue;
@@ -296,8 +298,7 @@ void KernelEmitter::prefetchAhead(ScopeOp vec) {
       // A pass over a row after one that read it finds it in the caches;
       // a first pass whose next row a later pass prefetches
       // (prefetchNextRow) finds its row in L2.
-      if (readBefore(loop, buffer,
-                     [&](StringRef array) { return bufferOf(array); }))
+      if (readBefore(loop, buffer))
         continue;
       if (prefetchesNextRows())
         if (std::optional<NextRowPrefetch> next = findNextRowPrefetch(loop);

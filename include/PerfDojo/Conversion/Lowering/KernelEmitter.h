@@ -168,15 +168,21 @@ protected:
   /// (prefetchAhead); 0: it does not.
   virtual int64_t prefetchAheadBytes() const { return 0; }
   /// In a vector scope `vec` right inside a sequential loop L: for each
-  /// input that `vec` reads contiguously along its lanes, at an index that
-  /// L's variable also steps in the lanes' dimension (L streams a row of
-  /// it) over at least kMinStreamBytes, prefetches into the L2 cache the
-  /// vector prefetchAheadBytes() further along that dimension (clamped to
-  /// it), once per input buffer. The hardware prefetchers of a core that
-  /// streams from DRAM stay only a few lines ahead and stop at each 4 KB
-  /// page: reducemean's row sums from DRAM (bench/ceiling/stream_prefetch.c)
-  /// ran 5-34 % faster with a prefetch 256 B-1 KB ahead.
+  /// input of at least kMinPrefetchedInputBytes whose consecutive vectors
+  /// L's iterations read (a stream, continued by the scopes around L whose
+  /// next iteration starts within the distance of the current one's end,
+  /// of at least kMinStreamBytes), prefetches into the L2 cache the element
+  /// prefetchAheadBytes() further on in the input's row-major layout
+  /// (clamped to it), once per input buffer. Not where a scope around L
+  /// reads the same elements in each iteration, an earlier pass over the
+  /// row read the input, or prefetchNextRow brings the row in. A
+  /// hand-written row sum from DRAM (bench/ceiling/stream_prefetch.c) ran
+  /// 5-34 % faster with a prefetch 256 B-1 KB ahead; the lowered kernels
+  /// measured level (docs/Evaluation.md), so targets leave it off.
   void prefetchAhead(ScopeOp vec);
+  /// Whether an operation among the children of `loop`'s parent that come
+  /// before `loop` reads `buffer`.
+  bool readBefore(ScopeOp loop, BufferOp buffer);
   /// The shortest stream (bytes of L's iterations) that prefetchAhead
   /// prefetches: a shorter row is over before a prefetch could help.
   static constexpr int64_t kMinStreamBytes = 4096;

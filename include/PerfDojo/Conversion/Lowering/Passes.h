@@ -56,8 +56,8 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
   Option<int64_t> prefetchAhead{
       *this, "prefetch-ahead",
       llvm::cl::desc("A vector scope in a sequential loop that streams a "
-                     "row of an input prefetches the vector this many "
-                     "bytes further along the row (0: never)"),
+                     "row of an input prefetches the element this many "
+                     "bytes further on in the input (0: never)"),
       llvm::cl::init(0)};
   Option<bool> scalefExp{
       *this, "scalef-exp",

@@ -68,7 +68,7 @@ def ConvertPerfDojoToStandard
       elements again, no earlier pass over the row read it, and
       `prefetch-rows` does not already bring the row in. Off by default:
       on the suite's streaming kernels (Zen 4, 2 threads) it measured
-      level within 5 % (docs/Evaluation.md).
+      level, 0.95-1.08x (docs/Evaluation.md).
     - A sequential scope keeps the partial results of each vector
       reduction among its children into an element neither it nor the
       lanes index, and that nothing else in the scope touches, in vectors
@@ -94,8 +94,8 @@ def ConvertPerfDojoToStandard
            "prefetches the row the first pass reads next (at most 64 KiB)">,
     Option<"prefetchAhead", "prefetch-ahead", "int64_t", /*default=*/"0",
            "A vector scope in a sequential loop that streams a row of an "
-           "input prefetches the vector this many bytes further along the "
-           "row (0: never)">
+           "input prefetches the element this many bytes further on in "
+           "the input (0: never)">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",

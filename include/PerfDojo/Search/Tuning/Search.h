@@ -126,7 +126,8 @@ struct SearchOptions {
   /// `confirmPrograms` programs are timed again in `confirmRounds`
   /// interleaved rounds, and the answer is the one with the lowest median
   /// of those rounds' times (not its first time: the best of many noisy
-  /// measurements is optimistic, and may be a lucky one). 0 rounds: the first best stands.
+  /// measurements is optimistic, and may be a lucky one). 0 rounds: the
+  /// first best stands.
   unsigned confirmRounds = 3;
   unsigned confirmPrograms = 4;
 };
