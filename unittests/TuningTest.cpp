@@ -3,6 +3,7 @@
 #include "PerfDojo/Conversion/TextForm.h"
 #include "PerfDojo/InitAllPerfDojo.h"
 #include "PerfDojo/Search/Tuning/Environment.h"
+#include "PerfDojo/Search/Tuning/Search.h"
 #include "PerfDojo/Search/Tuning/TuningDatabase.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
@@ -130,3 +131,73 @@ TEST(TuningDatabaseTest, UnopenableFileIsAnError) {
       << error;
 }
 } // namespace
+
+// The confirmation's rules, with timings made up (real ones are noisy).
+TEST(ConfirmTest, FinalistsAreTheFastestWithTheOrigin) {
+  std::vector<MeasuredProgram> programs = {
+      {3.0, {"a"}}, {1.0, {"b"}}, {2.0, {"c"}}, {1.0, {"d"}}, {5.0, {}}};
+  // Fastest first, ties by index.
+  EXPECT_EQ(pickFinalists(programs, std::nullopt, 3),
+            (std::vector<size_t>{1, 3, 2}));
+  // The origin (index 4, the slowest) takes the last place.
+  EXPECT_EQ(pickFinalists(programs, 4, 3), (std::vector<size_t>{1, 3, 4}));
+  // Already among the fastest: unchanged.
+  EXPECT_EQ(pickFinalists(programs, 3, 3), (std::vector<size_t>{1, 3, 2}));
+  // More finalists asked for than programs; an origin out of range.
+  EXPECT_EQ(pickFinalists(programs, 9, 9),
+            (std::vector<size_t>{1, 3, 2, 0, 4}));
+  EXPECT_EQ(pickFinalists(programs, 4, 1), (std::vector<size_t>{4}));
+  EXPECT_TRUE(pickFinalists({}, std::nullopt, 3).empty());
+}
+
+TEST(ConfirmTest, OnlyTheRoundsCount) {
+  // Finalist 0 had the luckiest first time (it is first); in the rounds
+  // it is slower than finalist 1, which must win.
+  std::vector<std::vector<double>> rounds = {{1.8, 2.0, 1.9},
+                                             {1.6, 1.7, 1.65},
+                                             {1.7, 1.75, 1.72}};
+  std::vector<size_t> order;
+  std::vector<size_t> next(rounds.size(), 0);
+  auto best = confirmFinalists(rounds.size(), 3, [&](size_t i) {
+    order.push_back(i);
+    return std::optional<double>(rounds[i][next[i]++]);
+  });
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->finalist, 1u);
+  EXPECT_DOUBLE_EQ(best->median, 1.65);
+  EXPECT_EQ(best->timings, 3u);
+  // Alternating: one timing of each finalist per round.
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
+}
+
+TEST(ConfirmTest, FailedTimingsAreSkipped) {
+  // Finalist 0 always fails; finalist 1 fails once (its median is of the
+  // two that ran: 1.5); finalist 2 is slower.
+  unsigned calls1 = 0;
+  auto best = confirmFinalists(3, 3, [&](size_t i) -> std::optional<double> {
+    if (i == 0)
+      return std::nullopt;
+    if (i == 1)
+      return ++calls1 == 2 ? std::nullopt : std::optional<double>(1.5);
+    return 1.6;
+  });
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->finalist, 1u);
+  EXPECT_DOUBLE_EQ(best->median, 1.5);
+  EXPECT_EQ(best->timings, 2u);
+  // Every timing failed: no winner.
+  EXPECT_FALSE(confirmFinalists(2, 3, [](size_t) {
+                 return std::optional<double>();
+               }).has_value());
+  EXPECT_FALSE(confirmFinalists(0, 3, [](size_t) {
+                 return std::optional<double>(1.0);
+               }).has_value());
+  // An even count: the mean of the middle two.
+  std::vector<double> times = {4, 1, 3, 2};
+  size_t at = 0;
+  auto even = confirmFinalists(1, 4, [&](size_t) {
+    return std::optional<double>(times[at++]);
+  });
+  ASSERT_TRUE(even.has_value());
+  EXPECT_DOUBLE_EQ(even->median, 2.5);
+}

@@ -611,6 +611,46 @@ void Searcher::confirm() {
   confirmBest(env, options, result, std::move(programs), origin);
 }
 
+std::vector<size_t>
+mlir::perfdojo::pickFinalists(ArrayRef<MeasuredProgram> programs,
+                              std::optional<size_t> origin, size_t count) {
+  std::vector<size_t> ranked(programs.size());
+  std::iota(ranked.begin(), ranked.end(), 0);
+  llvm::sort(ranked, [&](size_t a, size_t b) {
+    return std::make_pair(programs[a].seconds, a) <
+           std::make_pair(programs[b].seconds, b);
+  });
+  count = std::min(count, ranked.size());
+  if (origin && *origin < programs.size() && count) {
+    auto at = llvm::find(ranked, *origin);
+    if (size_t(at - ranked.begin()) >= count) {
+      ranked.erase(at);
+      ranked.insert(ranked.begin() + (count - 1), *origin);
+    }
+  }
+  ranked.resize(count);
+  return ranked;
+}
+
+std::optional<ConfirmedFinalist> mlir::perfdojo::confirmFinalists(
+    size_t finalists, unsigned rounds,
+    function_ref<std::optional<double>(size_t)> time) {
+  std::vector<std::vector<double>> times(finalists);
+  for (unsigned round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < finalists; ++i)
+      if (std::optional<double> seconds = time(i))
+        times[i].push_back(*seconds);
+  std::optional<ConfirmedFinalist> best;
+  for (size_t i = 0; i < finalists; ++i) {
+    if (times[i].empty())
+      continue;
+    double m = median(times[i]);
+    if (!best || m < best->median)
+      best = ConfirmedFinalist{i, m, unsigned(times[i].size())};
+  }
+  return best;
+}
+
 void mlir::perfdojo::confirmBest(Environment &env, const SearchOptions &options,
                                  SearchResult &result,
                                  std::vector<MeasuredProgram> programs,
@@ -620,50 +660,31 @@ void mlir::perfdojo::confirmBest(Environment &env, const SearchOptions &options,
       !result.error.empty() || result.pending || !result.best.ok() ||
       programs.empty())
     return;
-  // The finalists: the best programs by first time. The origin competes
-  // too, in the last place when it is not among the best.
-  std::vector<size_t> ranked(programs.size());
-  std::iota(ranked.begin(), ranked.end(), 0);
-  llvm::sort(ranked, [&](size_t a, size_t b) {
-    return std::make_pair(programs[a].seconds, a) <
-           std::make_pair(programs[b].seconds, b);
-  });
-  if (origin) {
-    auto at = llvm::find(ranked, *origin);
-    if (size_t(at - ranked.begin()) >= options.confirmPrograms) {
-      ranked.erase(at);
-      ranked.insert(ranked.begin() + (options.confirmPrograms - 1), *origin);
-    }
-  }
-  ranked.resize(std::min<size_t>(ranked.size(), options.confirmPrograms));
-  // Only the confirmation's times rank the finalists: the first time of
-  // the best of many noisy measurements is the luckiest of them (a
-  // reducemean variant first timed at 1.38 ms won a confirmation whose
-  // median, 1.67 ms, counted that time, then ran 1.77-2.18 ms).
-  std::vector<std::vector<double>> times(ranked.size());
+  std::vector<size_t> ranked =
+      pickFinalists(programs, origin, options.confirmPrograms);
+  // Only the confirmation's times rank the finalists (a reducemean variant
+  // first timed at 1.38 ms won a confirmation whose median, 1.67 ms,
+  // counted that time, then ran 1.77-2.18 ms).
   std::vector<Measurement> last(ranked.size());
-  for (unsigned round = 0; round < options.confirmRounds; ++round)
-    for (auto [i, index] : llvm::enumerate(ranked)) {
-      std::string why;
-      if (failed(env.replay(programs[index].moves, why)))
-        continue;
-      Measurement m = env.measureAgain();
-      if (m.ok()) {
-        times[i].push_back(m.seconds);
+  std::optional<ConfirmedFinalist> best = confirmFinalists(
+      ranked.size(), options.confirmRounds,
+      [&](size_t i) -> std::optional<double> {
+        std::string why;
+        if (failed(env.replay(programs[ranked[i]].moves, why)))
+          return std::nullopt;
+        Measurement m = env.measureAgain();
+        if (!m.ok())
+          return std::nullopt;
         last[i] = m;
-      }
-    }
-  std::optional<size_t> best;
-  for (size_t i = 0; i < ranked.size(); ++i)
-    if (!times[i].empty() &&
-        (!best || median(times[i]) < median(times[*best])))
-      best = i;
+        return m.seconds;
+      });
   if (!best)
     return;
-  result.firstSeconds = programs[ranked[*best]].seconds;
-  result.best = last[*best];
-  result.best.seconds = median(times[*best]);
-  result.bestMoves = programs[ranked[*best]].moves;
+  const MeasuredProgram &winner = programs[ranked[best->finalist]];
+  result.firstSeconds = winner.seconds;
+  result.best = last[best->finalist];
+  result.best.seconds = best->median;
+  result.bestMoves = winner.moves;
   result.confirmedPrograms = ranked.size();
   result.confirmedRounds = options.confirmRounds;
 }

@@ -219,6 +219,31 @@ struct MeasuredProgram {
   std::vector<std::string> moves;
 };
 
+/// The finalists of a confirmation: the indices of the `count` fastest of
+/// `programs` by first time, fastest first (ties by index), with `origin`
+/// among them, in the last place when it is not among the fastest.
+std::vector<size_t> pickFinalists(ArrayRef<MeasuredProgram> programs,
+                                  std::optional<size_t> origin, size_t count);
+
+/// The winner of a confirmation: which finalist, the median of its
+/// timings, and how many of its timings succeeded.
+struct ConfirmedFinalist {
+  size_t finalist;
+  double median;
+  unsigned timings;
+};
+
+/// Times `finalists` finalists in `rounds` alternating rounds (finalist 0,
+/// 1, ..., then again), `time(i)` timing finalist i once (nullopt when it
+/// fails), and returns the one whose successful timings have the lowest
+/// median (the first on a tie). Only these timings count, not the first
+/// times that made the finalists: the fastest of many noisy first times is
+/// the luckiest of them. A finalist whose every timing failed is skipped;
+/// nullopt when all are.
+std::optional<ConfirmedFinalist>
+confirmFinalists(size_t finalists, unsigned rounds,
+                 function_ref<std::optional<double>(size_t)> time);
+
 /// Times the fastest `programs` again, SearchOptions::confirmRounds rounds
 /// of SearchOptions::confirmPrograms finalists (the program at `origin`, the
 /// one the search started from, always among them), and makes the one with
