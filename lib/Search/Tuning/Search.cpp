@@ -596,8 +596,9 @@ unsigned Searcher::retimeAgainstStart(const Sequence &program) {
 }
 
 void Searcher::confirm() {
-  if (stopped)
-    return;
+  // A search stopped by an error or pending measurements has nothing to
+  // confirm (confirmBest checks both); one that stopped early because its
+  // neighbourhood was exhausted is confirmed like any other.
   std::vector<MeasuredProgram> programs;
   std::optional<size_t> origin;
   for (const auto &entry : timeOf) {
