@@ -8,6 +8,8 @@
 // touch, so that every call reads from DRAM rather than the 32 MB L3;
 // `warm`: the same arrays every call. Prints each kernel's median over all
 // calls of A and of B, A / B, and A / B per round (the rounds' medians).
+// A third argument, a comma-separated list of kernel names, times only
+// those.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,21 @@ static double median(const double *v, int n) {
   return m;
 }
 
+/// Whether `name` is one of the comma-separated names in `list`.
+static int listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n))
+      return 1;
+    if (!end)
+      break;
+    p = end + 1;
+  }
+  return 0;
+}
+
 static void call(Fn f, int arrays, void **p) {
   if (arrays == 2)
     ((void (*)(void *, void *))f)(p[0], p[1]);
@@ -71,9 +88,13 @@ int main(int argc, char **argv) {
         F32(8 * 3 * 2048 * 2048)),
       K(batchnorm_8x64x300x300, 4, F32(8 * 64 * 300 * 300), F32(64), F32(64),
         F32(8 * 64 * 300 * 300)),
+      K(softmax, 2, F32(24576 * 512), F32(24576 * 512)),
   };
+  const char *only = argc > 3 ? argv[3] : NULL;
   for (size_t k = 0; k < sizeof kernels / sizeof *kernels; ++k) {
     Kernel *c = &kernels[k];
+    if (only && !listed(only, c->name))
+      continue;
     int ring = !cold ? 1 : c->bytes[0] > ((size_t)300 << 20) ? 2 : RING;
     void *p[RING][4];
     for (int r = 0; r < ring; ++r)

@@ -7,7 +7,10 @@
 # processes: the two variants' calls are microseconds apart.
 #
 #   OPTS_A=--prefetch-ahead=0 OPTS_B=--prefetch-ahead=512 \
-#     bench/ceiling/lib_ab.sh [cold|warm] [rounds]
+#     bench/ceiling/lib_ab.sh [cold|warm] [rounds] [kernels]
+#
+# kernels: a comma-separated subset of the list below to time (default:
+# all; the libraries hold all of them).
 #
 # The expert's programs (pd-tune --strategy=expert, 2 threads) are derived
 # first; the numbers it gave are in docs/Evaluation.md.
@@ -15,8 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-cold}
 rounds=${2:-7}
+only=${3:-}
 work=$(mktemp -d /tmp/lib_ab.XXXXXX)
-kernels="reducemean relu add batchnorm_8x3x2048x2048 batchnorm_8x64x300x300"
+kernels="reducemean relu add batchnorm_8x3x2048x2048 batchnorm_8x64x300x300 softmax"
 args=()
 for k in $kernels; do
   check=()
@@ -37,5 +41,5 @@ omp=$(dirname "$(find /usr/lib/llvm-22 -name 'libomp.so' | head -1)")
 clang-22 -O2 -fopenmp bench/ceiling/lib_ab.c -I$work/A -I$work/B \
   $work/A/libA.a $work/B/libB.a -L"$omp" -lomp -lm -o $work/ab
 echo "A: ${OPTS_A:-defaults}; B: ${OPTS_B:-defaults}"
-OMP_NUM_THREADS=2 OMP_PROC_BIND=close LD_LIBRARY_PATH=$omp $work/ab $mode $rounds
+OMP_NUM_THREADS=2 OMP_PROC_BIND=close LD_LIBRARY_PATH=$omp $work/ab $mode $rounds $only
 rm -rf "$work"

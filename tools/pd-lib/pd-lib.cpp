@@ -71,6 +71,11 @@ static cl::opt<int64_t> prefetchAhead(
     cl::desc("a vector scope in a sequential loop that streams a row of an "
              "input prefetches the element this many bytes further on in "
              "the input (0: never)"));
+static cl::opt<bool> reciprocalDivide(
+    "reciprocal-divide", cl::init(true), cl::cat(libCategory),
+    cl::desc("a floating-point division by an element that a loop's "
+             "iterations all share multiplies by its reciprocal, computed "
+             "once before the loop; false: divides every time"));
 static cl::opt<std::string>
     compiler("cc", cl::init(PERFDOJO_C_COMPILER), cl::cat(libCategory),
              cl::desc("C compiler driver that links the shared library"));
@@ -225,6 +230,7 @@ static int runTool(int argc, char **argv) {
   options.features = features;
   options.prefetchRows = prefetchRows;
   options.prefetchAhead = prefetchAhead;
+  options.reciprocalDivide = reciprocalDivide;
   options.linker = compiler;
   options.openmpDir = PERFDOJO_OPENMP_DIR;
   auto files = writeKernelLibrary(kernels, outputDir, options, error);

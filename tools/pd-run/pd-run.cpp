@@ -123,6 +123,13 @@ static cl::opt<int64_t> prefetchAhead(
              "a row of an input prefetches the element this many bytes "
              "further on in the input (0: never)"),
     cl::init(0), cl::cat(jitCategory));
+static cl::opt<bool> reciprocalDivide(
+    "reciprocal-divide",
+    cl::desc("with --jit: a floating-point division by an element that a "
+             "loop's iterations all share multiplies by its reciprocal, "
+             "computed once before the loop; --reciprocal-divide=false "
+             "divides every time (one rounding)"),
+    cl::init(true), cl::cat(jitCategory));
 static cl::opt<std::string> checkAgainst(
     "check-against",
     cl::desc("with --jit: check the outputs against this kernel (text form "
@@ -263,6 +270,7 @@ static int runCompiled(KernelOp kernel, const Interpreter *reference) {
   options.fpContract = fpContract;
   options.prefetchRows = prefetchRows;
   options.prefetchAhead = prefetchAhead;
+  options.reciprocalDivide = reciprocalDivide;
   EvaluationResult result;
   if (checkAgainst.empty()) {
     result = evaluate(kernel, options, reference, tolerance);

@@ -394,6 +394,7 @@ LogicalResult LibraryCompiler::compile(KernelOp kernel, StringRef path,
   lowering.fpContract = options.fpContract;
   lowering.prefetchRows = options.prefetchRows;
   lowering.prefetchAhead = options.prefetchAhead;
+  lowering.reciprocalDivide = options.reciprocalDivide;
   lowering.scalefExp = machine->getMCSubtargetInfo()->checkFeatures("+avx512f");
   OwningOpRef<ModuleOp> module = lowerKernelToLLVM(kernel, lowering, error);
   if (!module)

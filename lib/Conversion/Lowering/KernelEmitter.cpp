@@ -236,6 +236,37 @@ void KernelEmitter::prefetchNextRow(ScopeOp vec) {
                              /*localityHint=*/2, /*isDataCache=*/true);
 }
 
+void KernelEmitter::hoistReciprocals(ScopeOp scope) {
+  if (!reciprocalDivides() || lanes.active)
+    return;
+  SmallVector<ComputeOp> divisions;
+  llvm::SmallPtrSet<Operation *, 8> written;
+  scope.walk([&](ComputeOp op) {
+    written.insert(bufferOf(op.getOut().getArray().getValue()));
+    if (op.getKind() == OpKind::div && !reciprocals.contains(op))
+      divisions.push_back(op);
+  });
+  unsigned depth = scope.getDepth();
+  for (ComputeOp op : divisions) {
+    Type type = elementType(op.getOut().getArray().getValue());
+    auto divisor = dyn_cast<AccessAttr>(op.getInputs()[1]);
+    if (!isa<FloatType>(type) || !divisor)
+      continue;
+    StringRef array = divisor.getArray().getValue();
+    if (written.contains(bufferOf(array)) ||
+        llvm::any_of(divisor.getLinearForms(), [&](const LinearForm &form) {
+          return form.getNumDims() > depth;
+        }))
+      continue;
+    loc = op.getLoc();
+    Value element = convert(memref::LoadOp::create(b, loc, memrefs.lookup(array),
+                                                   indices(divisor, 0)),
+                            elementType(array), type);
+    reciprocals[op] =
+        arith::DivFOp::create(b, loc, constant(1, type), element);
+  }
+}
+
 bool KernelEmitter::readBefore(ScopeOp loop, BufferOp buffer) {
   for (Operation *p = loop->getPrevNode(); p; p = p->getPrevNode()) {
     bool reads = false;

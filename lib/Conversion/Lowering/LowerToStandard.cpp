@@ -30,10 +30,11 @@ namespace {
 class KernelLowering : public KernelEmitter {
 public:
   KernelLowering(KernelOp kernel, int64_t streamingMinBytes, bool fpContract,
-                 bool prefetchRows, int64_t prefetchAhead)
+                 bool prefetchRows, int64_t prefetchAhead,
+                 bool reciprocalDivide)
       : KernelEmitter(kernel, fpContract),
         streamingMinBytes(streamingMinBytes), prefetchRows(prefetchRows),
-        aheadBytes(prefetchAhead) {}
+        aheadBytes(prefetchAhead), reciprocalDivide(reciprocalDivide) {}
 
   LogicalResult run();
 
@@ -44,6 +45,7 @@ private:
   bool stridedLoadsInRegisters() const override { return true; }
   bool prefetchesNextRows() const override { return prefetchRows; }
   int64_t prefetchAheadBytes() const override { return aheadBytes; }
+  bool reciprocalDivides() const override { return reciprocalDivide; }
   bool scattersTiles() const override { return true; }
   bool foldsInitInto(ScopeOp scope) override {
     return getAccumulated(scope).empty(); // else lowerAccumulated takes it
@@ -134,6 +136,7 @@ private:
   int64_t streamingMinBytes;
   bool prefetchRows;
   int64_t aheadBytes;
+  bool reciprocalDivide;
   llvm::DenseMap<Operation *, bool> threadSlots;
   /// The outputs that take streaming stores, with an i1 that holds when
   /// their base address is 64-byte aligned.
@@ -416,6 +419,8 @@ bool KernelLowering::isVectorAligned(AccessAttr out, VectorType type) {
 }
 
 LogicalResult KernelLowering::lowerScope(ScopeOp scope) {
+  if (scope.getMapping() != Mapping::vector)
+    hoistReciprocals(scope);
   switch (scope.getMapping()) {
   case Mapping::parallel: {
     loc = scope.getLoc();
@@ -751,7 +756,7 @@ struct ConvertPerfDojoToStandardPass
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     for (KernelOp kernel : kernels) {
       KernelLowering lowering(kernel, streamingMinBytes, fpContract,
-                              prefetchRows, prefetchAhead);
+                              prefetchRows, prefetchAhead, reciprocalDivide);
       if (failed(lowering.run()))
         return signalPassFailure();
       kernel.erase();

@@ -58,6 +58,7 @@ void mlir::perfdojo::buildLowerToLLVMPipeline(
   lowering.fpContract = options.fpContract;
   lowering.prefetchRows = options.prefetchRows;
   lowering.prefetchAhead = options.prefetchAhead;
+  lowering.reciprocalDivide = options.reciprocalDivide;
   pm.addPass(createConvertPerfDojoToStandard(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

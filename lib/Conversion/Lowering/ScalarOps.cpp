@@ -307,10 +307,17 @@ Value KernelEmitter::compute(ComputeOp op, Type outType, std::string &error) {
   case OpKind::fmod:
   case OpKind::mod:
     return remainder(kind, in(0, outType), in(1, outType), outType);
+  case OpKind::div:
+    if (Value reciprocal = reciprocals.lookup(op)) {
+      if (lanes.active)
+        reciprocal = vector::BroadcastOp::create(b, loc, vectorOf(outType),
+                                                 reciprocal);
+      return binary(OpKind::mul, in(0, outType), reciprocal, outType);
+    }
+    return binary(kind, in(0, outType), in(1, outType), outType);
   case OpKind::add:
   case OpKind::sub:
   case OpKind::mul:
-  case OpKind::div:
   case OpKind::max:
   case OpKind::min:
     return binary(kind, in(0, outType), in(1, outType), outType);

@@ -181,6 +181,7 @@ CompiledKernel::compile(KernelOp kernel, EvaluationResult &result,
   lowering.fpContract = options.fpContract;
   lowering.prefetchRows = options.prefetchRows;
   lowering.prefetchAhead = options.prefetchAhead;
+  lowering.reciprocalDivide = options.reciprocalDivide;
   // The JIT compiles for this CPU (detectHost above).
   static const bool hostHasAVX512 =
       llvm::sys::getHostCPUFeatures().lookup("avx512f");

@@ -22,8 +22,9 @@ using namespace mlir::perfdojo;
 /// lowering prefetches the next row of passes over rows (prefetchNextRow,
 /// 2026-12-01). 6: exp on AVX-512 in 14 instructions (a float exponent for
 /// vscalefps, Horner's order), floating-point max and min with nsz
-/// (2026-12-02).
-static constexpr const char *kLoweringVersion = "6";
+/// (2026-12-02). 7: a division by an element that a loop shares multiplies
+/// by its reciprocal, computed once before the loop (2026-12-02).
+static constexpr const char *kLoweringVersion = "7";
 
 namespace {
 /// A prepared statement, finalized when it goes out of scope.

@@ -49,6 +49,7 @@ struct LibraryOptions {
   bool fpContract = true;
   bool prefetchRows = true;
   int64_t prefetchAhead = 0;
+  bool reciprocalDivide = true;
   /// The C compiler driver that links the shared library (clang), and the
   /// folder of the OpenMP runtime (libomp) parallel kernels call.
   std::string linker;

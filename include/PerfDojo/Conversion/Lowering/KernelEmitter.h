@@ -180,6 +180,25 @@ protected:
   /// 5-34 % faster with a prefetch 256 B-1 KB ahead; the lowered kernels
   /// measured level (docs/Evaluation.md), so targets leave it off.
   void prefetchAhead(ScopeOp vec);
+  /// Whether a floating-point division by an element that a loop's
+  /// iterations all share multiplies by its reciprocal (hoistReciprocals);
+  /// false: every division rounds once.
+  virtual bool reciprocalDivides() const { return false; }
+  /// With the insertion point before the loop of `scope` (not a vector
+  /// scope): for each floating-point division in its subtree not yet
+  /// seen whose divisor is an element that neither `scope`'s variable nor
+  /// any inside it indexes, in a buffer that nothing in the subtree
+  /// writes, loads the divisor there and computes its reciprocal
+  /// (`reciprocals`), which compute() then multiplies by. Hoisted to the
+  /// outermost such loop, so once per row for a softmax's normalization:
+  /// one scalar division instead of a vector one per 16 elements (a
+  /// 512-bit vdivps issues once every 5 cycles on Zen 4, a multiplication
+  /// twice a cycle), where LLVM would not hoist the divisor's load past
+  /// the stores to another buffer (the OpenMP body loses the arguments'
+  /// noalias). The product differs from the quotient by at most about an
+  /// ulp more; zeros, infinities and NaN come out as the division's.
+  void hoistReciprocals(ScopeOp scope);
+  llvm::DenseMap<Operation *, Value> reciprocals;
   /// Whether an operation among the children of `loop`'s parent that come
   /// before `loop` reads `buffer`.
   bool readBefore(ScopeOp loop, BufferOp buffer);

@@ -59,6 +59,13 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
                      "row of an input prefetches the element this many "
                      "bytes further on in the input (0: never)"),
       llvm::cl::init(0)};
+  Option<bool> reciprocalDivide{
+      *this, "reciprocal-divide",
+      llvm::cl::desc("A floating-point division by an element that a "
+                     "loop's iterations all share multiplies by its "
+                     "reciprocal, computed once before the loop; off: "
+                     "every division rounds once"),
+      llvm::cl::init(true)};
   Option<bool> scalefExp{
       *this, "scalef-exp",
       llvm::cl::desc("exp scales its polynomial by 2^j in one vscalefps "

@@ -95,7 +95,13 @@ def ConvertPerfDojoToStandard
     Option<"prefetchAhead", "prefetch-ahead", "int64_t", /*default=*/"0",
            "A vector scope in a sequential loop that streams a row of an "
            "input prefetches the element this many bytes further on in "
-           "the input (0: never)">
+           "the input (0: never)">,
+    Option<"reciprocalDivide", "reciprocal-divide", "bool",
+           /*default=*/"true",
+           "A floating-point division by an element that a loop's "
+           "iterations all share (a row's sum) multiplies by its "
+           "reciprocal, computed once before the loop (two roundings, as "
+           "PyTorch's softmax does); off: every division rounds once">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",

@@ -66,6 +66,10 @@ struct EvaluationOptions {
   /// How many bytes ahead vector scopes prefetch the inputs they stream
   /// (see convert-perfdojo-to-standard's prefetch-ahead); 0: never.
   int64_t prefetchAhead = 0;
+  /// Whether a division by an element that a loop's iterations share
+  /// multiplies by its reciprocal (see convert-perfdojo-to-standard's
+  /// reciprocal-divide).
+  bool reciprocalDivide = true;
 };
 
 enum class EvaluationStatus {
