@@ -196,7 +196,9 @@ protected:
   /// twice a cycle), where LLVM would not hoist the divisor's load past
   /// the stores to another buffer (the OpenMP body loses the arguments'
   /// noalias). The product differs from the quotient by at most about an
-  /// ulp more; zeros, infinities and NaN come out as the division's.
+  /// ulp more; zeros, infinities and NaN come out as the division's, but a
+  /// divisor below 2^-128 in magnitude (subnormal) has an infinite
+  /// reciprocal, so its quotients come out infinite.
   void hoistReciprocals(ScopeOp scope);
   llvm::DenseMap<Operation *, Value> reciprocals;
   /// Whether an operation among the children of `loop`'s parent that come
