@@ -191,9 +191,9 @@ protected:
   /// writes, loads the divisor there and computes its reciprocal
   /// (`reciprocals`), which compute() then multiplies by. Hoisted to the
   /// outermost such loop, so once per row for a softmax's normalization:
-  /// one scalar division instead of a vector one per 16 elements (a
-  /// 512-bit vdivps issues once every 5 cycles on Zen 4, a multiplication
-  /// twice a cycle), where LLVM would not hoist the divisor's load past
+  /// one scalar division instead of a vector one per vector (LLVM's models
+  /// of Zen 1 and Zen 4: a vector division every 6 cycles, a
+  /// multiplication every cycle), where LLVM would not hoist the divisor's load past
   /// the stores to another buffer (the OpenMP body loses the arguments'
   /// noalias). The product differs from the quotient by at most about an
   /// ulp more; zeros, infinities and NaN come out as the division's, but a
