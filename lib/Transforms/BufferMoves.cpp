@@ -123,7 +123,7 @@ static bool overwrittenFirst(BufferOp buffer, unsigned dim, ScopeOp scope,
     if (j == dim)
       continue;
     if (form.getNumDims() <= scope.getDepth() &&
-        llvm::all_of(accesses, [&, j = j](const auto &entry) {
+        llvm::all_of(accesses, [&, j = j, &form = form](const auto &entry) {
           return llvm::all_of(entry.second, [&](AccessAttr access) {
             return access.getLinearForms()[j] == form;
           });
