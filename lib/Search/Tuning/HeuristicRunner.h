@@ -425,6 +425,10 @@ public:
   splitOperands(Product p, SmallVectorImpl<SmallVector<LinearForm>> &loaded,
                 SmallVectorImpl<SmallVector<LinearForm>> &broadcast);
   static bool usedBy(ArrayRef<SmallVector<LinearForm>> operands, unsigned d);
+  /// Whether one of `operands` indexes a dimension by variable `d` alone
+  /// (no other variable in that dimension's form).
+  static bool usedAlone(ArrayRef<SmallVector<LinearForm>> operands,
+                        unsigned d);
 
   /// The reduction scopes that unrollWindow would unroll above a tile of
   /// `tile` instances of product `p` (unrollsAsWindow, from p's reduction

@@ -83,6 +83,16 @@ bool HeuristicRunner::usedBy(ArrayRef<SmallVector<LinearForm>> operands,
       operands, [&](ArrayRef<LinearForm> in) { return usesVariable(in, d); });
 }
 
+bool HeuristicRunner::usedAlone(ArrayRef<SmallVector<LinearForm>> operands,
+                                unsigned d) {
+  return llvm::any_of(operands, [&](ArrayRef<LinearForm> in) {
+    return llvm::any_of(in, [&](const LinearForm &form) {
+      return form.coeff(d) &&
+             llvm::count_if(form.coeffs, [](int64_t c) { return c != 0; }) == 1;
+    });
+  });
+}
+
 ScopeOp HeuristicRunner::predictWindow(
     Product p, int64_t tile,
     SmallVectorImpl<std::pair<unsigned, int64_t>> *scopes) {
@@ -239,6 +249,15 @@ HeuristicRunner::TileChoice HeuristicRunner::chooseTile(Product p,
     }
     if (p.columns)
       for (ScopeOp s : rowScopes) {
+        // Rows that index their own vectors of the loaded operand in a
+        // dimension of their own (a batch, a depthwise convolution's
+        // channel) share no loaded vector, only the broadcasts, which a
+        // loop around one row keeps in registers when they do not vary
+        // with it; they multiply the streams instead. A depthwise 3x3
+        // convolution over 8 images, 4 images x 6 vectors of 16, ran
+        // 1.7-2.1x slower than one row of 6 (Zen 4).
+        if (usedAlone(loaded, s.getDepth()))
+          continue;
         int64_t r = rowTile(s.getSize(), c, accumulators);
         if (r)
           consider(c, {{s, r}});
