@@ -849,10 +849,11 @@ ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
     return {};
   int64_t instances = 1;
   while (auto s = dyn_cast<ScopeOp>(child)) {
+    if (s.getMapping() == Mapping::vector &&
+        (llvm::hasSingleElement(s.getBodyBlock()) || tileCarriesProducers()))
+      break;
     if (!llvm::hasSingleElement(s.getBodyBlock()))
       return {};
-    if (s.getMapping() == Mapping::vector)
-      break;
     if (s.getMapping() != Mapping::unroll)
       return {};
     unrolls.push_back(s);
@@ -863,8 +864,9 @@ ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
   auto vec = dyn_cast<ScopeOp>(child);
   if (instances > kMaxTileInstances || (!vec && !maxScalarTile()))
     return {};
-  auto op = dyn_cast<ComputeOp>(vec ? &vec.getBodyBlock().front() : child);
-  if (!op || op.getReduction() == Reduction::none)
+  auto op = dyn_cast<ComputeOp>(vec ? &vec.getBodyBlock().back() : child);
+  if (!op || op.getReduction() == Reduction::none ||
+      (vec && !tileProducers(vec, op)))
     return {};
   BufferOp out = bufferOf(op.getOut().getArray().getValue());
   if (llvm::any_of(out.getReuse(), [](int64_t r) { return r != 0; }))
@@ -920,6 +922,61 @@ ComputeOp KernelEmitter::getRegisterTile(ScopeOp scope,
         return {};
     }
   return op;
+}
+
+std::optional<SmallVector<ComputeOp>>
+KernelEmitter::tileProducers(ScopeOp vec, ComputeOp op) {
+  SmallVector<ComputeOp> producers;
+  Operation *reduced = bufferOf(op.getOut().getArray().getValue());
+  Type type = elementType(op.getOut().getArray().getValue());
+  auto reads = [&](ComputeOp x, Operation *buffer) {
+    return llvm::any_of(x.getInputs(), [&](Attribute input) {
+      auto access = dyn_cast<AccessAttr>(input);
+      return access && bufferOf(access.getArray().getValue()) == buffer;
+    });
+  };
+  for (Operation &child : vec.getBodyBlock()) {
+    if (&child == op.getOperation())
+      break;
+    auto p = dyn_cast<ComputeOp>(child);
+    if (!p || p.getReduction() != Reduction::none || reads(p, reduced))
+      return std::nullopt;
+    StringRef array = p.getOut().getArray().getValue();
+    BufferOp buffer = bufferOf(array);
+    // Of one element type with the reduction, inputs included (the lanes
+    // are entered for the reduction: a masked width is chosen by its
+    // types).
+    bool oneType = llvm::all_of(p.getInputs(), [&](Attribute input) {
+      auto access = dyn_cast<AccessAttr>(input);
+      return !access || elementType(access.getArray().getValue()) == type;
+    });
+    if (!buffer.isTemporary() || buffer.getOperation() == reduced ||
+        elementType(array) != type || !oneType || reads(p, buffer))
+      return std::nullopt;
+    // Every other operation that touches the buffer is a later one of
+    // the scope that reads exactly p's element and writes elsewhere.
+    bool private_ = true;
+    kernel.walk([&](ComputeOp x) {
+      if (x == p)
+        return;
+      bool writes = bufferOf(x.getOut().getArray().getValue()) ==
+                    buffer.getOperation();
+      if (!writes && !reads(x, buffer.getOperation()))
+        return;
+      if (writes || x->getParentOp() != vec.getOperation() ||
+          x->isBeforeInBlock(p))
+        private_ = false;
+      for (Attribute input : x.getInputs())
+        if (auto access = dyn_cast<AccessAttr>(input);
+            access && bufferOf(access.getArray().getValue()) ==
+                          buffer.getOperation())
+          private_ &= access == p.getOut();
+    });
+    if (!private_)
+      return std::nullopt;
+    producers.push_back(p);
+  }
+  return producers;
 }
 
 KernelEmitter::TileSlots
@@ -1112,6 +1169,9 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
   // loop's values and hands its results back instead of loading and
   // storing.
   TileSlots tile = getTileSlots(op, unrolls);
+  SmallVector<ComputeOp> producers;
+  if (vec)
+    producers = *tileProducers(vec, op);
   CarriedTile *carried = carriedTiles.lookup(op);
   SmallVector<Value> inits;
   if (carried) {
@@ -1131,9 +1191,21 @@ LogicalResult KernelEmitter::lowerRegisterTile(ScopeOp scope, ComputeOp op,
     SmallVector<Value> next(loop.getRegionIterArgs());
     for (auto [combo, i] : llvm::zip(tile.combos, tile.slot)) {
       bindTileInstance(scope, loop.getInductionVar(), combo, op);
-      loc = op.getLoc();
       std::string error;
+      for (ComputeOp producer : producers) {
+        loc = producer.getLoc();
+        Value value = compute(producer, type, error);
+        if (!value) {
+          ivs.resize(base);
+          lanes = {};
+          forwardedValues.clear();
+          return producer.emitError(error);
+        }
+        forwardedValues[producer.getOut()] = value;
+      }
+      loc = op.getLoc();
       Value value = compute(op, type, error);
+      forwardedValues.clear();
       if (!value) {
         ivs.resize(base);
         lanes = {};

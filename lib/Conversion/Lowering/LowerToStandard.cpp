@@ -47,6 +47,7 @@ private:
   int64_t prefetchAheadBytes() const override { return aheadBytes; }
   bool reciprocalDivides() const override { return reciprocalDivide; }
   bool scattersTiles() const override { return true; }
+  bool tileCarriesProducers() const override { return true; }
   bool foldsInitInto(ScopeOp scope) override {
     return getAccumulated(scope).empty(); // else lowerAccumulated takes it
   }

@@ -63,9 +63,11 @@ Value KernelEmitter::convert(Value value, Type from, Type to) {
 }
 
 Value KernelEmitter::operand(Attribute input, Type type) {
-  if (auto access = dyn_cast<AccessAttr>(input))
-    return convert(load(access), elementType(access.getArray().getValue()),
-                   type);
+  if (auto access = dyn_cast<AccessAttr>(input)) {
+    Value value = forwardedValues.lookup(access);
+    return convert(value ? value : load(access),
+                   elementType(access.getArray().getValue()), type);
+  }
   if (auto value = dyn_cast<FloatAttr>(input))
     return constant(value.getValueAsDouble(), vectorOf(type));
   unsigned depth = cast<IterAttr>(input).getDepth();

@@ -220,7 +220,27 @@ protected:
   /// most kMaxTileVectors distinct vectors or maxScalarTile elements, at most
   /// kMaxTileInstances instances): that operation and the unrolled scopes, else
   /// null.
+  /// Where the target carries producers (tileCarriesProducers), the
+  /// vector scope may also hold, before the reduction, element-wise
+  /// operations into temporaries that only it reads (tileProducers).
   ComputeOp getRegisterTile(ScopeOp scope, SmallVectorImpl<ScopeOp> &unrolls);
+  /// Whether register tiles may carry element-wise producers. The CPU's
+  /// do; the GPU's carried tiles assume the reduction alone.
+  virtual bool tileCarriesProducers() const { return false; }
+  /// The operations that vector scope `vec` runs before its last one, the
+  /// reduction `op`, where each is element-wise (no reduction), reads and
+  /// writes only `op`'s element type, and writes a temporary that nothing
+  /// in the kernel touches but itself and later operations of `vec`, which
+  /// read it only at the element it writes, and no later one writes; none
+  /// reads `op`'s buffer. Their values then pass to the readers in registers and are
+  /// never stored (the temporary is dead outside the scope): a distance
+  /// matrix's t = a - b beside d += t * t. std::nullopt otherwise; empty
+  /// for a scope that holds the reduction alone.
+  std::optional<SmallVector<ComputeOp>> tileProducers(ScopeOp vec,
+                                                      ComputeOp op);
+  /// The values of a register tile instance's producers, by the access
+  /// each writes: `operand` reads them instead of memory.
+  llvm::DenseMap<Attribute, Value> forwardedValues;
   /// Lowers such a scope keeping one value per distinct element (vector)
   /// in registers through the loop: loaded before, updated in the same
   /// order as the scope would (exact), stored after. Without it, the
