@@ -955,22 +955,22 @@ KernelEmitter::tileProducers(ScopeOp vec, ComputeOp op) {
       return std::nullopt;
     // Every other operation that touches the buffer is a later one of
     // the scope that reads exactly p's element and writes elsewhere.
+    Operation *tmp = buffer;
     bool private_ = true;
     kernel.walk([&](ComputeOp x) {
       if (x == p)
         return;
-      bool writes = bufferOf(x.getOut().getArray().getValue()) ==
-                    buffer.getOperation();
-      if (!writes && !reads(x, buffer.getOperation()))
-        return;
-      if (writes || x->getParentOp() != vec.getOperation() ||
-          x->isBeforeInBlock(p))
-        private_ = false;
+      bool touches = bufferOf(x.getOut().getArray().getValue()) == tmp;
+      private_ &= !touches;
       for (Attribute input : x.getInputs())
         if (auto access = dyn_cast<AccessAttr>(input);
-            access && bufferOf(access.getArray().getValue()) ==
-                          buffer.getOperation())
+            access && bufferOf(access.getArray().getValue()) == tmp) {
+          touches = true;
           private_ &= access == p.getOut();
+        }
+      if (touches)
+        private_ &=
+            x->getParentOp() == vec.getOperation() && p->isBeforeInBlock(x);
     });
     if (!private_)
       return std::nullopt;

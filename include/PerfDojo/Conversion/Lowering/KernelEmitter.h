@@ -232,8 +232,8 @@ protected:
   /// writes only `op`'s element type, and writes a temporary that nothing
   /// in the kernel touches but itself and later operations of `vec`, which
   /// read it only at the element it writes, and no later one writes; none
-  /// reads `op`'s buffer. Their values then pass to the readers in registers and are
-  /// never stored (the temporary is dead outside the scope): a distance
+  /// reads `op`'s buffer. Their values then pass to the readers in registers
+  /// and are never stored (the temporary is dead outside the scope): a distance
   /// matrix's t = a - b beside d += t * t. std::nullopt otherwise; empty
   /// for a scope that holds the reduction alone.
   std::optional<SmallVector<ComputeOp>> tileProducers(ScopeOp vec,
